@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Regenerates deepcopy functions and CRDs in a scratch copy of the module and fails,
+# showing the difference, when the committed files are stale. Fix with `make generate`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cp go.mod go.sum "$scratch/"
+mkdir -p "$scratch/hack" "$scratch/config/crd"
+cp -r api "$scratch/"
+cp hack/boilerplate.go.txt "$scratch/hack/"
+(cd "$scratch" && "$root/bin/controller-gen" object:headerFile=hack/boilerplate.go.txt paths=./api/... \
+  && "$root/bin/controller-gen" crd paths=./api/... output:crd:artifacts:config=config/crd)
+if ! diff -ru api "$scratch/api" || ! diff -ru config/crd "$scratch/config/crd"; then
+  echo "generated files are stale: run \`make generate\` and commit the result" >&2
+  exit 1
+fi
+echo "generated files are up to date"

@@ -94,6 +94,7 @@ require (
 	k8s.io/apiserver v0.34.4 // indirect
 	k8s.io/client-go v0.34.4 // indirect
 	k8s.io/component-base v0.34.4 // indirect
+	k8s.io/component-helpers v0.34.4 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kms v0.34.4 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect

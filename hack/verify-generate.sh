@@ -12,7 +12,13 @@ cp -r api "$scratch/"
 cp hack/boilerplate.go.txt "$scratch/hack/"
 (cd "$scratch" && "$root/bin/controller-gen" object:headerFile=hack/boilerplate.go.txt paths=./api/... \
   && "$root/bin/controller-gen" crd paths=./api/... output:crd:artifacts:config=config/crd)
-if ! diff -ru api "$scratch/api" || ! diff -ru config/crd "$scratch/config/crd"; then
+stale=0
+diff -ru api "$scratch/api" || stale=1
+for f in config/crd/*.yaml "$scratch"/config/crd/*.yaml; do
+  name=$(basename "$f")
+  diff -u "config/crd/$name" "$scratch/config/crd/$name" || stale=1
+done
+if [ "$stale" = 1 ]; then
   echo "generated files are stale: run \`make generate\` and commit the result" >&2
   exit 1
 fi

@@ -1,0 +1,243 @@
+// Package catalog reads instance-type catalogs in the Karpenter kwok JSON format and
+// ships a realistic default: AWS EC2 in us-east-1 (public specs and on-demand prices,
+// estimated spot prices). Names in AWS form ("m5.large") also get the labels AWS
+// NodePools select on (karpenter.k8s.aws/instance-family, -cpu, …), so NodePools
+// written for AWS work in simulation unchanged.
+package catalog
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+//go:embed aws-us-east-1.json
+var awsUSEast1 []byte
+
+// AWSUSEast1 returns the embedded EC2 us-east-1 catalog.
+func AWSUSEast1() ([]*scheduling.InstanceType, error) { return Parse(awsUSEast1) }
+
+// Load reads a catalog file, gzipped or not.
+func Load(path string) ([]*scheduling.InstanceType, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	types, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return types, nil
+}
+
+// The kwok format, as Karpenter's kwok provider writes it.
+type entry struct {
+	Name             string            `json:"name"`
+	Offerings        []offering        `json:"offerings"`
+	Architecture     string            `json:"architecture"`
+	OperatingSystems []string          `json:"operatingSystems"`
+	Resources        map[string]string `json:"resources"`
+}
+
+type offering struct {
+	Price        float64       `json:"Price"`
+	Available    bool          `json:"Available"`
+	Requirements []requirement `json:"Requirements"`
+}
+
+type requirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values"`
+}
+
+// Overhead is what the kwok provider keeps back from every node: allocatable is the
+// capacity less 100m cpu and 10Mi memory, so plans made from one file compare.
+var Overhead = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("100m"),
+	corev1.ResourceMemory: resource.MustParse("10Mi"),
+}
+
+// Parse reads a catalog.
+func Parse(data []byte) ([]*scheduling.InstanceType, error) {
+	var entries []entry
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&entries); err != nil {
+		return nil, fmt.Errorf("instance types: %w", err)
+	}
+	out := make([]*scheduling.InstanceType, 0, len(entries))
+	seen := map[string]bool{}
+	for i, e := range entries {
+		if e.Name == "" {
+			return nil, fmt.Errorf("instance type #%d: name is empty", i)
+		}
+		if seen[e.Name] {
+			return nil, fmt.Errorf("instance type %q: listed twice", e.Name)
+		}
+		seen[e.Name] = true
+		it, err := convert(e)
+		if err != nil {
+			return nil, fmt.Errorf("instance type %q: %w", e.Name, err)
+		}
+		out = append(out, it)
+	}
+	return out, nil
+}
+
+func convert(e entry) (*scheduling.InstanceType, error) {
+	it := &scheduling.InstanceType{Name: e.Name, Capacity: corev1.ResourceList{}, Overhead: Overhead}
+	for name, v := range e.Resources {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("resources.%s: %q is not a quantity", name, v)
+		}
+		it.Capacity[corev1.ResourceName(name)] = q
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := it.Capacity[name]; !ok {
+			return nil, fmt.Errorf("resources.%s is missing", name)
+		}
+	}
+	if _, ok := it.Capacity[corev1.ResourcePods]; !ok {
+		it.Capacity[corev1.ResourcePods] = resource.MustParse("110")
+	}
+	if len(e.Offerings) == 0 {
+		return nil, fmt.Errorf("no offerings")
+	}
+	var zones, captypes []string
+	for i, o := range e.Offerings {
+		off := scheduling.Offering{Price: o.Price, Available: o.Available}
+		for _, r := range o.Requirements {
+			if r.Operator != "In" || len(r.Values) != 1 {
+				return nil, fmt.Errorf("offering %d: requirement %s must be In with one value", i, r.Key)
+			}
+			switch r.Key {
+			case v1.LabelZone:
+				off.Zone = r.Values[0]
+			case v1.CapacityTypeLabelKey:
+				off.CapacityType = r.Values[0]
+			}
+		}
+		if off.Zone == "" || off.CapacityType == "" {
+			return nil, fmt.Errorf("offering %d: needs a %s and a %s requirement", i, v1.LabelZone, v1.CapacityTypeLabelKey)
+		}
+		if o.Price < 0 {
+			return nil, fmt.Errorf("offering %d: negative price %v", i, o.Price)
+		}
+		it.Offerings = append(it.Offerings, off)
+		zones = append(zones, off.Zone)
+		captypes = append(captypes, off.CapacityType)
+	}
+	labels := Labels(e.Name, it.Capacity)
+	labels[v1.LabelArch] = e.Architecture
+	reqs := scheduling.LabelRequirements(labels)
+	oses := e.OperatingSystems
+	if len(oses) == 0 {
+		oses = []string{"linux"}
+	}
+	regions := make([]string, 0, len(zones))
+	for _, z := range zones {
+		regions = append(regions, regionOf(z))
+	}
+	for key, values := range map[string][]string{
+		v1.LabelOS: oses, v1.LabelZone: zones, v1.CapacityTypeLabelKey: captypes, v1.LabelRegion: regions,
+	} {
+		reqs = reqs.With(scheduling.MustRequirement(key, v1.NodeSelectorOpIn, values...))
+	}
+	it.Requirements = reqs
+	return it, nil
+}
+
+// regionOf strips the zone letter: us-east-1a → us-east-1.
+func regionOf(zone string) string {
+	if i := len(zone) - 1; i > 0 && zone[i] >= 'a' && zone[i] <= 'z' && zone[i-1] >= '0' && zone[i-1] <= '9' {
+		return zone[:i]
+	}
+	return zone
+}
+
+var awsName = regexp.MustCompile(`^(([a-z]+)-?([0-9]+)?[a-z0-9-]*)\.([a-z0-9-]+)$`)
+
+// Labels derives the instance-type labels from a name and capacity: the well-known
+// instance-type label, the kwok provider's, and for AWS-style names ("family.size")
+// the Karpenter AWS provider's.
+func Labels(name string, capacity corev1.ResourceList) map[string]string {
+	cpu := capacity[corev1.ResourceCPU]
+	mem := capacity[corev1.ResourceMemory]
+	mib := strconv.FormatInt(mem.Value()/(1<<20), 10)
+	labels := map[string]string{
+		v1.LabelInstanceType:                name,
+		"karpenter.kwok.sh/instance-cpu":    strconv.FormatInt(cpu.Value(), 10),
+		"karpenter.kwok.sh/instance-memory": mib,
+	}
+	m := awsName.FindStringSubmatch(name)
+	if m == nil {
+		return labels
+	}
+	family, category, generation, size := m[1], m[2], m[3], m[4]
+	labels["karpenter.kwok.sh/instance-family"] = strings.FieldsFunc(family, func(r rune) bool { return r == '-' })[0]
+	labels["karpenter.kwok.sh/instance-size"] = size
+	labels[awsPrefix+"instance-family"] = family
+	labels[awsPrefix+"instance-category"] = category
+	if generation != "" {
+		labels[awsPrefix+"instance-generation"] = generation
+	}
+	labels[awsPrefix+"instance-size"] = size
+	labels[awsPrefix+"instance-cpu"] = strconv.FormatInt(cpu.Value(), 10)
+	labels[awsPrefix+"instance-memory"] = mib
+	if gpus, ok := capacity["nvidia.com/gpu"]; ok && gpus.Value() > 0 {
+		labels[awsPrefix+"instance-gpu-count"] = strconv.FormatInt(gpus.Value(), 10)
+		labels[awsPrefix+"instance-gpu-manufacturer"] = "nvidia"
+		if gpu, ok := gpuNames[family]; ok {
+			labels[awsPrefix+"instance-gpu-name"] = gpu
+		}
+	} else {
+		labels[awsPrefix+"instance-gpu-count"] = "0"
+	}
+	return labels
+}
+
+const awsPrefix = "karpenter.k8s.aws/"
+
+// gpuNames are the NVIDIA GPUs of EC2 families, as the AWS provider labels them.
+var gpuNames = map[string]string{
+	"g3": "m60", "g3s": "m60", "g4dn": "t4", "g5": "a10g", "g5g": "t4g", "g6": "l4", "gr6": "l4",
+	"g6e": "l40s", "p3": "v100", "p3dn": "v100", "p4d": "a100", "p4de": "a100", "p5": "h100",
+	"p5e": "h200", "p5en": "h200", "p6-b200": "b200", "p6-b300": "b300",
+}
+
+// Families lists the distinct families of a catalog, for messages and docs.
+func Families(types []*scheduling.InstanceType) []string {
+	var out []string
+	for _, it := range types {
+		if r, ok := it.Requirements.Get(awsPrefix + "instance-family"); ok {
+			out = append(out, r.Values()...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,131 @@
+package scheduling
+
+import (
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// LowerBound is a price per hour no plan for the pods on the plan's new nodes can
+// beat. It is the larger of two bounds:
+//   - resources: the cheapest fractional mix of instance types whose allocatable
+//     covers the pods' total cpu and memory (the linear relaxation of bin packing,
+//     solved exactly: with two constraints an optimum uses at most two types);
+//   - spreading: pods that must each have a node of their own (required
+//     anti-affinity on the hostname against one another) each need at least the
+//     cheapest node that fits them.
+func LowerBound(pools []*NodePool, plan *Plan) float64 {
+	types := map[string][]*InstanceType{}
+	for _, np := range pools {
+		types[np.NodePool.Name] = np.InstanceTypes
+	}
+	idx := NewResourceIndex()
+	total := map[string]Resources{}
+	var order []string
+	alone := 0.0
+	for _, n := range plan.NewNodes {
+		if _, ok := total[n.NodePool]; !ok {
+			order = append(order, n.NodePool)
+		}
+		t := total[n.NodePool]
+		for _, p := range n.Pods {
+			r, err := idx.Vector(PodRequests(p))
+			if err != nil {
+				return 0
+			}
+			t = t.Add(r, MaxResources)
+		}
+		total[n.NodePool] = t
+		// One pod per node with hostname anti-affinity: that node costs at least the
+		// cheapest type that fits the pod.
+		for _, p := range n.Pods {
+			if selfAntiHostname(p) {
+				r, _ := idx.Vector(PodRequests(p))
+				alone += cheapestFitting(idx, types[n.NodePool], r)
+				break
+			}
+		}
+	}
+	byResource := 0.0
+	for _, pool := range order {
+		byResource += fractionalBound(idx, types[pool], total[pool])
+	}
+	return max(byResource, alone)
+}
+
+func selfAntiHostname(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return false
+	}
+	for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if t.TopologyKey == corev1.LabelHostname && t.LabelSelector != nil {
+			match := true
+			for k, v := range t.LabelSelector.MatchLabels {
+				if p.Labels[k] != v {
+					match = false
+				}
+			}
+			if match && len(t.LabelSelector.MatchExpressions) == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func cheapestFitting(idx *ResourceIndex, types []*InstanceType, req Resources) float64 {
+	best := math.Inf(1)
+	for _, it := range types {
+		alloc, err := idx.Vector(it.Allocatable())
+		if err != nil || Fits(&Resources{}, &req, &alloc, idx.Len()) >= 0 {
+			continue
+		}
+		if o, ok := it.CheapestOffering(nil); ok {
+			best = min(best, o.Price)
+		}
+	}
+	if math.IsInf(best, 1) {
+		return 0
+	}
+	return best
+}
+
+// fractionalBound solves min Σ x_t·price_t subject to Σ x_t·alloc_t ≥ demand in cpu
+// and memory, x ≥ 0, by trying every basic solution: one type alone, or two types
+// meeting both constraints with equality.
+func fractionalBound(idx *ResourceIndex, types []*InstanceType, demand Resources) float64 {
+	type point struct{ cpu, mem, price float64 }
+	var pts []point
+	for _, it := range types {
+		alloc, err := idx.Vector(it.Allocatable())
+		if err != nil || alloc[ResourceCPU] <= 0 || alloc[ResourceMemory] <= 0 {
+			continue
+		}
+		if o, ok := it.CheapestOffering(nil); ok {
+			pts = append(pts, point{float64(alloc[ResourceCPU]), float64(alloc[ResourceMemory]), o.Price})
+		}
+	}
+	dc, dm := float64(demand[ResourceCPU]), float64(demand[ResourceMemory])
+	if len(pts) == 0 || (dc == 0 && dm == 0) {
+		return 0
+	}
+	best := math.Inf(1)
+	for _, a := range pts {
+		best = min(best, a.price*max(dc/a.cpu, dm/a.mem))
+	}
+	for i, a := range pts {
+		for _, b := range pts[i+1:] {
+			det := a.cpu*b.mem - b.cpu*a.mem
+			if det == 0 {
+				continue
+			}
+			x := (dc*b.mem - b.cpu*dm) / det
+			y := (a.cpu*dm - dc*a.mem) / det
+			if x >= 0 && y >= 0 {
+				best = min(best, x*a.price+y*b.price)
+			}
+		}
+	}
+	return best
+}

@@ -1,0 +1,326 @@
+package scheduling
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+// podClass holds what the solver derives from a pod spec. Pods with identical
+// scheduling-relevant specs (replicas of one workload) share one class, so the work
+// is done once per workload rather than once per pod.
+type podClass struct {
+	key    string
+	ns     string
+	labels labels.Set
+	req    Resources
+	// invalid is set when no node can ever take the pod (e.g. an unbound volume).
+	invalid string
+
+	// terms are the alternatives of the pod's required node affinity (OR-ed), each
+	// joined with its nodeSelector and volume zones.
+	terms       []Requirements
+	preferred   []Requirements // preferred node affinity terms, heaviest first
+	tolerations []corev1.Toleration
+	ports       []hostPort
+
+	spreads      []*group // DoNotSchedule
+	softSpreads  []*group // ScheduleAnyway
+	affinity     []*group
+	anti         []*group
+	prefAffinity []*group
+	prefAnti     []*group
+	// matched are the groups whose selector matches pods of this class.
+	matched []*group
+
+	levels []*variant
+	// cursor: planned nodes before it have been ruled out for this class for good
+	// (valid only for classes whose fit cannot improve as other pods land).
+	cursor   int
+	monotone bool
+}
+
+// variant is a class at one level of relaxation: preferences are first enforced as
+// requirements, then dropped one kind at a time when the pod fits nowhere.
+type variant struct {
+	class     *podClass
+	terms     []Requirements
+	spreads   []*group
+	affinity  []*group
+	anti      []*group
+	softTaint bool // PreferNoSchedule taints must be tolerated too
+	pools     map[*poolState]*poolFit
+}
+
+// poolFit caches whether a variant can go to a pool at all.
+type poolFit struct {
+	reason string
+}
+
+type hostPort struct {
+	protocol corev1.Protocol
+	ip       string
+	port     int32
+}
+
+func (p hostPort) conflicts(o hostPort) bool {
+	if p.port != o.port || p.protocol != o.protocol {
+		return false
+	}
+	return p.ip == o.ip || p.ip == "0.0.0.0" || o.ip == "0.0.0.0" || p.ip == "" || o.ip == ""
+}
+
+func podHostPorts(pod *corev1.Pod) []hostPort {
+	var out []hostPort
+	add := func(cs []corev1.Container) {
+		for _, c := range cs {
+			for _, p := range c.Ports {
+				if p.HostPort <= 0 {
+					continue
+				}
+				proto := p.Protocol
+				if proto == "" {
+					proto = corev1.ProtocolTCP
+				}
+				out = append(out, hostPort{protocol: proto, ip: p.HostIP, port: p.HostPort})
+			}
+		}
+	}
+	add(pod.Spec.InitContainers)
+	add(pod.Spec.Containers)
+	return out
+}
+
+// classKey serialises the scheduling-relevant parts of a pod spec by hand: much
+// cheaper than reflection, and it is computed for every pod.
+func classKey(pod *corev1.Pod, req *Resources, n int) string {
+	var b strings.Builder
+	b.WriteString(pod.Namespace)
+	b.WriteByte('|')
+	for i := range n {
+		b.WriteString(strconv.FormatInt(req[i], 36))
+		b.WriteByte(',')
+	}
+	writeMap(&b, pod.Labels)
+	writeMap(&b, pod.Spec.NodeSelector)
+	if a := pod.Spec.Affinity; a != nil {
+		b.WriteString("A" + a.String())
+	}
+	for _, t := range pod.Spec.Tolerations {
+		fmt.Fprintf(&b, "T%s/%s/%s/%s;", t.Key, t.Operator, t.Value, t.Effect)
+	}
+	for i := range pod.Spec.TopologySpreadConstraints {
+		b.WriteString("S" + pod.Spec.TopologySpreadConstraints[i].String())
+	}
+	for _, p := range podHostPorts(pod) {
+		fmt.Fprintf(&b, "P%s/%s/%d;", p.protocol, p.ip, p.port)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			b.WriteString("V" + v.PersistentVolumeClaim.ClaimName + ";")
+		}
+	}
+	return b.String()
+}
+
+func writeMap(b *strings.Builder, m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b.WriteByte('{')
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(m[k])
+		b.WriteByte(';')
+	}
+	b.WriteByte('}')
+}
+
+// newClass derives a class from its first pod.
+func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass {
+	c := &podClass{key: key, ns: pod.Namespace, labels: labels.Set(pod.Labels), req: req,
+		tolerations: pod.Spec.Tolerations, ports: podHostPorts(pod)}
+	fail := func(format string, args ...any) *podClass {
+		c.invalid = fmt.Sprintf(format, args...)
+		return c
+	}
+	base := Requirements{}
+	for k, v := range pod.Spec.NodeSelector {
+		base = base.With(Requirement{Key: k, values: []string{v}})
+	}
+	volumeReqs, err := s.volumeRequirements(pod)
+	if err != nil {
+		return fail("%v", err)
+	}
+	base = base.And(volumeReqs)
+	c.terms = []Requirements{base}
+	aff := pod.Spec.Affinity
+	if aff != nil && aff.NodeAffinity != nil {
+		if ns := aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; ns != nil && len(ns.NodeSelectorTerms) > 0 {
+			c.terms = nil
+			for i := range ns.NodeSelectorTerms {
+				t, err := FromNodeSelectorTerm(&ns.NodeSelectorTerms[i])
+				if err != nil {
+					return fail("node affinity: %v", err)
+				}
+				// A term with no expressions matches no node, as in the kube-scheduler.
+				if len(ns.NodeSelectorTerms[i].MatchExpressions)+len(ns.NodeSelectorTerms[i].MatchFields) == 0 {
+					continue
+				}
+				c.terms = append(c.terms, base.And(t))
+			}
+			if len(c.terms) == 0 {
+				return fail("node affinity has no term that can match a node")
+			}
+		}
+		prefs := slices.Clone(aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		slices.SortStableFunc(prefs, func(a, b corev1.PreferredSchedulingTerm) int { return cmp.Compare(b.Weight, a.Weight) })
+		for i := range prefs {
+			t, err := FromNodeSelectorTerm(&prefs[i].Preference)
+			if err != nil {
+				return fail("preferred node affinity: %v", err)
+			}
+			c.preferred = append(c.preferred, t)
+		}
+	}
+	for i := range pod.Spec.TopologySpreadConstraints {
+		tsc := &pod.Spec.TopologySpreadConstraints[i]
+		g, err := s.spreadGroup(c, tsc, pod)
+		if err != nil {
+			return fail("topology spread on %s: %v", tsc.TopologyKey, err)
+		}
+		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			c.softSpreads = append(c.softSpreads, g)
+		} else {
+			c.spreads = append(c.spreads, g)
+		}
+	}
+	if aff != nil && aff.PodAffinity != nil {
+		for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			g, err := s.affinityGroup(affinityGroup, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], pod)
+			if err != nil {
+				return fail("pod affinity: %v", err)
+			}
+			c.affinity = append(c.affinity, g)
+		}
+		for i := range aff.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			g, err := s.affinityGroup(affinityGroup, &aff.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, pod)
+			if err != nil {
+				return fail("preferred pod affinity: %v", err)
+			}
+			c.prefAffinity = append(c.prefAffinity, g)
+		}
+	}
+	if aff != nil && aff.PodAntiAffinity != nil {
+		for i := range aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			g, err := s.affinityGroup(antiAffinityGroup, &aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], pod)
+			if err != nil {
+				return fail("pod anti-affinity: %v", err)
+			}
+			c.anti = append(c.anti, g)
+		}
+		for i := range aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			g, err := s.affinityGroup(antiAffinityGroup, &aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, pod)
+			if err != nil {
+				return fail("preferred pod anti-affinity: %v", err)
+			}
+			c.prefAnti = append(c.prefAnti, g)
+		}
+	}
+	return c
+}
+
+// buildLevels lays out the relaxation ladder: everything enforced; then without
+// preferred pod affinity; without preferred node affinity; without ScheduleAnyway
+// spreads; and last with PreferNoSchedule taints tolerated. Levels that would not
+// differ from the one before are skipped.
+func (c *podClass) buildLevels() {
+	strict := &variant{class: c, terms: c.terms, spreads: append(slices.Clone(c.spreads), c.softSpreads...),
+		affinity: append(slices.Clone(c.affinity), c.prefAffinity...), anti: append(slices.Clone(c.anti), c.prefAnti...),
+		softTaint: true}
+	if len(c.preferred) > 0 {
+		strict.terms = nil
+		for _, t := range c.terms {
+			strict.terms = append(strict.terms, t.And(c.preferred[0]))
+		}
+	}
+	c.levels = []*variant{strict}
+	next := func(change func(v *variant) bool) {
+		v := *c.levels[len(c.levels)-1]
+		if change(&v) {
+			c.levels = append(c.levels, &v)
+		}
+	}
+	next(func(v *variant) bool {
+		v.affinity, v.anti = c.affinity, c.anti
+		return len(c.prefAffinity)+len(c.prefAnti) > 0
+	})
+	next(func(v *variant) bool { v.terms = c.terms; return len(c.preferred) > 0 })
+	next(func(v *variant) bool { v.spreads = c.spreads; return len(c.softSpreads) > 0 })
+	next(func(v *variant) bool { v.softTaint = false; return true })
+	for _, v := range c.levels {
+		v.pools = map[*poolState]*poolFit{}
+	}
+	// A class with only resource, requirement, taint and anti-affinity constraints can
+	// only lose ground as nodes fill, so a node that refused it refuses it for good.
+	c.monotone = len(c.spreads)+len(c.softSpreads)+len(c.affinity)+len(c.prefAffinity) == 0
+}
+
+// volumeRequirements turns the pod's persistent volumes into zone requirements.
+func (s *solver) volumeRequirements(pod *corev1.Pod) (Requirements, error) {
+	var out Requirements
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim == nil {
+			continue
+		}
+		pvc := s.pvcs[pod.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName]
+		if pvc == nil {
+			return nil, fmt.Errorf("persistentvolumeclaim %q not found", vol.PersistentVolumeClaim.ClaimName)
+		}
+		if pvc.Spec.VolumeName != "" {
+			pv := s.pvs[pvc.Spec.VolumeName]
+			if pv == nil {
+				return nil, fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, pvc.Name)
+			}
+			if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil && len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) > 0 {
+				// Zonal volumes carry one term; more than one would be an OR we narrow
+				// to its first alternative.
+				t, err := FromNodeSelectorTerm(&pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0])
+				if err != nil {
+					return nil, fmt.Errorf("persistentvolume %q node affinity: %v", pv.Name, err)
+				}
+				out = out.And(t)
+			}
+			continue
+		}
+		className := ""
+		if pvc.Spec.StorageClassName != nil {
+			className = *pvc.Spec.StorageClassName
+		}
+		sc := s.storageClasses[className]
+		if sc == nil || sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != "WaitForFirstConsumer" {
+			return nil, fmt.Errorf("persistentvolumeclaim %q is unbound and its storage class %q does not wait for the first consumer", pvc.Name, className)
+		}
+		for _, topo := range sc.AllowedTopologies {
+			for _, e := range topo.MatchLabelExpressions {
+				r, err := NewRequirement(e.Key, v1.NodeSelectorOpIn, e.Values...)
+				if err != nil {
+					return nil, err
+				}
+				out = out.With(r)
+			}
+			break // alternatives beyond the first are not narrowed to
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,65 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+// InstanceType is a kind of node a cloud can launch.
+type InstanceType struct {
+	Name string
+	// Requirements are the labels a node of this type has: instance type,
+	// architecture, OS, the zones and capacity types of its offerings, family, size, ….
+	Requirements Requirements
+	Offerings    []Offering
+	// Capacity is what the node has; Overhead is what the system keeps of it
+	// (kube-reserved, system-reserved, eviction threshold).
+	Capacity corev1.ResourceList
+	Overhead corev1.ResourceList
+}
+
+// Offering is one way to buy an instance type: a zone and a capacity type, at a price.
+type Offering struct {
+	Zone         string
+	CapacityType string
+	Price        float64 // per hour
+	Available    bool
+}
+
+// Allocatable is the capacity pods can use.
+func (it *InstanceType) Allocatable() corev1.ResourceList {
+	out := it.Capacity.DeepCopy()
+	for name, q := range it.Overhead {
+		if have, ok := out[name]; ok {
+			have.Sub(q)
+			out[name] = have
+		}
+	}
+	return out
+}
+
+// CheapestOffering returns the cheapest available offering whose zone and capacity
+// type reqs allow, or false.
+func (it *InstanceType) CheapestOffering(reqs Requirements) (Offering, bool) {
+	zone, _ := reqs.Get(v1.LabelZone)
+	captype, _ := reqs.Get(v1.CapacityTypeLabelKey)
+	var best Offering
+	found := false
+	for _, o := range it.Offerings {
+		if !o.Available || (zone != nil && !zone.Has(o.Zone)) || (captype != nil && !captype.Has(o.CapacityType)) {
+			continue
+		}
+		if !found || o.Price < best.Price || (o.Price == best.Price && offeringLess(o, best)) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+func offeringLess(a, b Offering) bool {
+	if a.Zone != b.Zone {
+		return a.Zone < b.Zone
+	}
+	return a.CapacityType < b.CapacityType
+}

@@ -1,0 +1,101 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+// Input is a snapshot of everything one scheduling decision depends on.
+type Input struct {
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// Nodes are the existing nodes, and the nodes being launched, with their pods.
+	Nodes []*Node
+	// NodePools are the pools new nodes may come from, each with its instance types.
+	NodePools []*NodePool
+	// DaemonSets are the pods DaemonSets would run on a new node (their templates);
+	// each takes room on the nodes of the NodePools it tolerates and selects.
+	DaemonSets []*corev1.Pod
+	// Namespaces give namespace labels for pod affinity namespaceSelectors.
+	Namespaces []*corev1.Namespace
+	// Volumes decide the zones of pods with zonal persistent volumes.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+}
+
+// Node is an existing node, or one being launched, with the pods bound to it.
+type Node struct {
+	// Node carries labels, taints, allocatable and capacity. For a node being
+	// launched, they are what its NodeClaim promises.
+	Node *corev1.Node
+	Pods []*corev1.Pod
+	// Launching marks a NodeClaim whose node is not ready yet; it is tried after the
+	// existing nodes.
+	Launching bool
+}
+
+// NodePool is a NodePool and the instance types its cloud offers for it.
+type NodePool struct {
+	NodePool      *v1.NodePool
+	InstanceTypes []*InstanceType
+}
+
+// Options tune a solve.
+type Options struct {
+	// MaxInstanceTypes bounds the ranked instance-type options kept per new node, so a
+	// launch can fall back when capacity is short. Zero means 60.
+	MaxInstanceTypes int
+}
+
+// Plan is the outcome of a solve.
+type Plan struct {
+	// Bindings are pods that fit on existing or launching nodes.
+	Bindings []Binding
+	// NewNodes are the nodes to launch.
+	NewNodes []*NewNode
+	// Unschedulable are pods that fit nowhere, with the reason.
+	Unschedulable []Failure
+}
+
+// Binding places a pod on a node that exists or is being launched.
+type Binding struct {
+	Pod  *corev1.Pod
+	Node string
+}
+
+// Failure says why a pod fits nowhere.
+type Failure struct {
+	Pod    *corev1.Pod
+	Reason string
+}
+
+// NewNode is a node to launch.
+type NewNode struct {
+	// Name is a placeholder hostname, unique within the plan.
+	Name     string
+	NodePool string
+	// Requirements the node must meet, narrowed to its instance-type options.
+	Requirements  Requirements
+	Taints        []corev1.Taint
+	StartupTaints []corev1.Taint
+	// InstanceTypes are the options, cheapest first.
+	InstanceTypes []*InstanceType
+	Pods          []*corev1.Pod
+	// Requests sums the pods' and the DaemonSets' requests.
+	Requests corev1.ResourceList
+	// InstanceType and Offering are the cheapest option: what the plan's price assumes.
+	InstanceType *InstanceType
+	Offering     Offering
+}
+
+// Cost is the hourly price of the new nodes, each at its cheapest option.
+func (p *Plan) Cost() float64 {
+	total := 0.0
+	for _, n := range p.NewNodes {
+		total += n.Offering.Price
+	}
+	return total
+}

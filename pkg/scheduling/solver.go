@@ -1,0 +1,1326 @@
+package scheduling
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+// Solve places the pending pods: onto free room on existing nodes first, then onto
+// nodes being launched, then onto new nodes from the NodePools in weight order. New
+// nodes get the instance types that fit their pods, cheapest first. Pods that fit
+// nowhere come back with a reason per NodePool. Solve is deterministic.
+func Solve(in *Input, opts Options) (*Plan, error) {
+	s, err := newSolver(in, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.run()
+	return s.plan(), nil
+}
+
+type nodeKind int
+
+const (
+	existingNode nodeKind = iota
+	launchingNode
+	plannedNode
+)
+
+// simNode is a node as the solve sees it: existing, launching, or planned.
+type simNode struct {
+	name          string
+	kind          nodeKind
+	reqs          Requirements
+	taints        []corev1.Taint
+	unschedulable bool
+	alloc         Resources // existing: allocatable; planned: the size it is filled to
+	capacity      Resources // existing: counted against its pool's limits
+	used          Resources
+	ports         []hostPort
+	pods          []*corev1.Pod // placed by this solve
+
+	// Planned nodes only.
+	pool     *poolState
+	options  []*typeInfo // instance types still possible, in pool order
+	reserved Resources   // counted against the pool's limits
+}
+
+type poolState struct {
+	name    string
+	weight  int32
+	pool    *v1.NodePool
+	reqs    Requirements // template requirements and labels, and what the types offer
+	taints  []corev1.Taint
+	startup []corev1.Taint
+	types   []*typeInfo // compatible types with an available offering, largest first
+	byPrice []*typeInfo // the same, cheapest first
+	ranked  []*typeInfo // types by price efficiency for this pool's pending pods
+
+	limited  []int // resource positions the pool limits
+	limits   Resources
+	used     Resources // existing, launching and planned nodes
+	demand   Resources // pending pods whose first choice is this pool
+	demandN  int64
+	domainsK map[string][]string
+}
+
+type typeInfo struct {
+	it       *InstanceType
+	idx      int
+	reqs     Requirements
+	alloc    Resources // allocatable less the DaemonSet pods
+	daemons  Resources
+	capacity Resources // for limits, with one "nodes"
+	price    float64   // cheapest available offering within the pool
+}
+
+type podInfo struct {
+	pod   *corev1.Pod
+	class *podClass
+}
+
+type solver struct {
+	opts     Options
+	idx      *ResourceIndex
+	nodesPos int // position of the "nodes" pseudo-resource, or -1
+	n        int // resources in use
+
+	pools      []*poolState
+	nodes      []*simNode // existing, then launching, then planned
+	planned    int
+	pods       []*podInfo
+	classes    map[string]*podClass
+	classList  []*podClass
+	groups     map[string]*group
+	groupList  []*group
+	namespaces []*corev1.Namespace
+	daemons    []*daemon
+
+	pvcs           map[string]*corev1.PersistentVolumeClaim
+	pvs            map[string]*corev1.PersistentVolume
+	storageClasses map[string]*storagev1.StorageClass
+
+	placed   map[*corev1.Pod]*simNode
+	failures []Failure
+	scratch  []*typeInfo
+}
+
+type daemon struct {
+	pod   *corev1.Pod
+	req   Resources
+	terms []Requirements
+}
+
+func newSolver(in *Input, opts Options) (*solver, error) {
+	if opts.MaxInstanceTypes <= 0 {
+		opts.MaxInstanceTypes = 60
+	}
+	s := &solver{opts: opts, idx: NewResourceIndex(), nodesPos: -1, classes: map[string]*podClass{},
+		groups: map[string]*group{}, namespaces: in.Namespaces, placed: map[*corev1.Pod]*simNode{},
+		pvcs: map[string]*corev1.PersistentVolumeClaim{}, pvs: map[string]*corev1.PersistentVolume{},
+		storageClasses: map[string]*storagev1.StorageClass{}}
+	for _, pvc := range in.PersistentVolumeClaims {
+		s.pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
+	}
+	for _, pv := range in.PersistentVolumes {
+		s.pvs[pv.Name] = pv
+	}
+	for _, sc := range in.StorageClasses {
+		s.storageClasses[sc.Name] = sc
+		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			s.storageClasses[""] = sc
+		}
+	}
+	for _, np := range in.NodePools {
+		if _, ok := np.NodePool.Spec.Limits[corev1.ResourceName("nodes")]; ok {
+			pos, err := s.idx.position("nodes", true)
+			if err != nil {
+				return nil, err
+			}
+			s.nodesPos = pos
+		}
+	}
+	for _, d := range in.DaemonSets {
+		req, err := s.idx.Vector(PodRequests(d))
+		if err != nil {
+			return nil, err
+		}
+		dm := &daemon{pod: d, req: req}
+		if dm.terms, err = nodeAffinityTerms(d); err != nil {
+			return nil, fmt.Errorf("daemonset pod %s/%s: %w", d.Namespace, d.Name, err)
+		}
+		s.daemons = append(s.daemons, dm)
+	}
+	if err := s.addNodes(in.Nodes); err != nil {
+		return nil, err
+	}
+	if err := s.addPools(in.NodePools); err != nil {
+		return nil, err
+	}
+	if err := s.addPods(in.Pods); err != nil {
+		return nil, err
+	}
+	s.n = s.idx.Len()
+	s.countExistingPods(in.Nodes)
+	s.computeDemand()
+	return s, nil
+}
+
+// nodeAffinityTerms returns a pod's required node affinity alternatives joined with
+// its nodeSelector.
+func nodeAffinityTerms(pod *corev1.Pod) ([]Requirements, error) {
+	base := Requirements{}
+	for k, v := range pod.Spec.NodeSelector {
+		base = base.With(Requirement{Key: k, values: []string{v}})
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return []Requirements{base}, nil
+	}
+	var terms []Requirements
+	for i, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if len(t.MatchExpressions)+len(t.MatchFields) == 0 {
+			continue
+		}
+		r, err := FromNodeSelectorTerm(&a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i])
+		if err != nil {
+			return nil, err
+		}
+		terms = append(terms, base.And(r))
+	}
+	return terms, nil
+}
+
+func (s *solver) addNodes(nodes []*Node) error {
+	sorted := slices.Clone(nodes)
+	slices.SortStableFunc(sorted, func(a, b *Node) int {
+		if a.Launching != b.Launching {
+			if a.Launching {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a.Node.Name, b.Node.Name)
+	})
+	for _, in := range sorted {
+		node := in.Node
+		alloc, err := s.idx.Vector(node.Status.Allocatable)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", node.Name, err)
+		}
+		lbls := make(map[string]string, len(node.Labels)+1)
+		for k, v := range node.Labels {
+			lbls[k] = v
+		}
+		lbls[MetadataNameKey] = node.Name
+		n := &simNode{name: node.Name, kind: existingNode, reqs: LabelRequirements(lbls),
+			taints: node.Spec.Taints, unschedulable: node.Spec.Unschedulable, alloc: alloc, capacity: alloc}
+		if len(node.Status.Capacity) > 0 {
+			if n.capacity, err = s.idx.Vector(node.Status.Capacity); err != nil {
+				return fmt.Errorf("node %s: %w", node.Name, err)
+			}
+		}
+		if s.nodesPos >= 0 {
+			n.capacity[s.nodesPos] = 1
+		}
+		if in.Launching {
+			n.kind = launchingNode
+		}
+		for _, p := range in.Pods {
+			if terminal(p) {
+				continue
+			}
+			req, err := s.idx.Vector(PodRequests(p))
+			if err != nil {
+				return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			n.used = n.used.Add(req, MaxResources)
+			n.ports = append(n.ports, podHostPorts(p)...)
+		}
+		s.nodes = append(s.nodes, n)
+	}
+	return nil
+}
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+func (s *solver) addPools(pools []*NodePool) error {
+	for _, np := range pools {
+		p := np.NodePool
+		reqs, err := FromNodePool(p.Spec.Template.Spec.Requirements, p.Spec.Template.Labels)
+		if err != nil {
+			return fmt.Errorf("NodePool %s: %w", p.Name, err)
+		}
+		reqs = reqs.With(Requirement{Key: v1.NodePoolLabelKey, values: []string{p.Name}})
+		ps := &poolState{name: p.Name, pool: p, taints: p.Spec.Template.Spec.Taints,
+			startup: p.Spec.Template.Spec.StartupTaints, domainsK: map[string][]string{}}
+		if p.Spec.Weight != nil {
+			ps.weight = *p.Spec.Weight
+		}
+		limits, err := s.idx.Vector(corev1.ResourceList(p.Spec.Limits))
+		if err != nil {
+			return fmt.Errorf("NodePool %s limits: %w", p.Name, err)
+		}
+		ps.limits = limits
+		for name := range p.Spec.Limits {
+			pos, _ := s.idx.position(name, false)
+			ps.limited = append(ps.limited, pos)
+		}
+		slices.Sort(ps.limited)
+		var types []*typeInfo
+		for _, it := range np.InstanceTypes {
+			if _, ok := reqs.Intersects(it.Requirements); !ok {
+				continue
+			}
+			offer, ok := it.CheapestOffering(reqs)
+			if !ok {
+				continue
+			}
+			t := &typeInfo{it: it, reqs: it.Requirements, price: offer.Price}
+			if t.alloc, err = s.idx.Vector(it.Allocatable()); err != nil {
+				return fmt.Errorf("instance type %s: %w", it.Name, err)
+			}
+			if t.capacity, err = s.idx.Vector(it.Capacity); err != nil {
+				return fmt.Errorf("instance type %s: %w", it.Name, err)
+			}
+			if s.nodesPos >= 0 {
+				t.capacity[s.nodesPos] = 1
+			}
+			nodeReqs := reqs.And(it.Requirements)
+			for _, d := range s.daemons {
+				if Untolerated(d.pod.Spec.Tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) != nil {
+					continue
+				}
+				if admitsAny(nodeReqs, d.terms) {
+					t.daemons = t.daemons.Add(d.req, MaxResources)
+				}
+			}
+			t.alloc = t.alloc.Sub(t.daemons, MaxResources)
+			types = append(types, t)
+		}
+		slices.SortStableFunc(types, func(a, b *typeInfo) int {
+			if c := cmp.Compare(b.alloc[ResourceCPU], a.alloc[ResourceCPU]); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.alloc[ResourceMemory], a.alloc[ResourceMemory]); c != 0 {
+				return c
+			}
+			return strings.Compare(a.it.Name, b.it.Name)
+		})
+		for i, t := range types {
+			t.idx = i
+		}
+		ps.types = types
+		ps.byPrice = slices.Clone(types)
+		slices.SortStableFunc(ps.byPrice, func(a, b *typeInfo) int {
+			if c := cmp.Compare(a.price, b.price); c != 0 {
+				return c
+			}
+			return strings.Compare(a.it.Name, b.it.Name)
+		})
+		ps.reqs = reqs.And(unionRequirements(types))
+		s.pools = append(s.pools, ps)
+	}
+	slices.SortStableFunc(s.pools, func(a, b *poolState) int {
+		if a.weight != b.weight {
+			return cmp.Compare(b.weight, a.weight)
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	// Existing and launching nodes count against their pool's limits.
+	for _, n := range s.nodes {
+		r, ok := n.reqs.Get(v1.NodePoolLabelKey)
+		if !ok {
+			continue
+		}
+		for _, ps := range s.pools {
+			if r.Has(ps.name) {
+				ps.used = ps.used.Add(n.capacity, MaxResources)
+			}
+		}
+	}
+	return nil
+}
+
+// unionRequirements describes what a node of any of the types may have: for each key
+// a type defines, the union of their values; absence where some type lacks the key.
+func unionRequirements(types []*typeInfo) Requirements {
+	keys := map[string]bool{}
+	for _, t := range types {
+		for i := range t.reqs {
+			keys[t.reqs[i].Key] = true
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+	out := make(Requirements, 0, len(sorted))
+	for _, k := range sorted {
+		r := Requirement{Key: k}
+		var values []string
+		infinite := false
+		for _, t := range types {
+			tr, ok := t.reqs.Get(k)
+			switch {
+			case !ok:
+				r.absent = true
+			case tr.Finite():
+				values = append(values, tr.values...)
+			default:
+				infinite = true
+			}
+		}
+		if infinite {
+			r.complement = true
+		} else {
+			r.values = sortedUnique(values)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func admitsAny(node Requirements, terms []Requirements) bool {
+	for _, t := range terms {
+		if _, ok := node.Admits(t); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *solver) addPods(pods []*corev1.Pod) error {
+	for _, pod := range pods {
+		req, err := s.idx.Vector(PodRequests(pod))
+		if err != nil {
+			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		key := classKey(pod, &req, s.idx.Len())
+		c, ok := s.classes[key]
+		if !ok {
+			c = s.newClass(key, pod, req)
+			s.classes[key] = c
+			s.classList = append(s.classList, c)
+		}
+		s.pods = append(s.pods, &podInfo{pod: pod, class: c})
+	}
+	for _, c := range s.classList {
+		c.buildLevels()
+		for _, g := range s.groupList {
+			if g.matches(c.ns, c.labels) {
+				c.matched = append(c.matched, g)
+			}
+		}
+	}
+	s.spreadDomains()
+	return nil
+}
+
+// spreadGroup finds or makes the group for a pod's spread constraint.
+func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, pod *corev1.Pod) (*group, error) {
+	sel, err := spreadSelector(tsc, pod.Labels)
+	if err != nil {
+		return nil, err
+	}
+	honorAffinity := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	minDomains := int32(1)
+	if tsc.MinDomains != nil {
+		minDomains = *tsc.MinDomains
+	}
+	extra := fmt.Sprintf("%d/%d/%v/%v", tsc.MaxSkew, minDomains, honorAffinity, honorTaints)
+	if honorAffinity || honorTaints {
+		extra += "/" + c.key // eligibility depends on this class's affinity and tolerations
+	}
+	key := groupKey(spreadGroup, tsc.TopologyKey, sel, []string{pod.Namespace}, false, extra)
+	if g, ok := s.groups[key]; ok {
+		return g, nil
+	}
+	g := &group{kind: spreadGroup, key: tsc.TopologyKey, selector: sel, namespaces: []string{pod.Namespace},
+		maxSkew: tsc.MaxSkew, minDomains: minDomains, counts: map[string]int32{}}
+	if honorAffinity || honorTaints {
+		g.eligible = func(n *simNode) bool {
+			if honorAffinity && !admitsAny(n.reqs, c.terms) {
+				return false
+			}
+			return !honorTaints || Untolerated(c.tolerations, n.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil
+		}
+	}
+	g.owner = c
+	s.groups[key] = g
+	s.groupList = append(s.groupList, g)
+	return g, nil
+}
+
+// affinityGroup finds or makes the group for a pod affinity or anti-affinity term.
+func (s *solver) affinityGroup(kind groupKind, term *corev1.PodAffinityTerm, pod *corev1.Pod) (*group, error) {
+	sel, err := affinitySelector(term, pod.Labels)
+	if err != nil {
+		return nil, err
+	}
+	nss, all, err := termNamespaces(term, pod.Namespace, s.namespaces)
+	if err != nil {
+		return nil, err
+	}
+	key := groupKey(kind, term.TopologyKey, sel, nss, all, "")
+	if g, ok := s.groups[key]; ok {
+		return g, nil
+	}
+	g := &group{kind: kind, key: term.TopologyKey, selector: sel, namespaces: nss, allNamespaces: all,
+		counts: map[string]int32{}, owners: map[string]int32{}}
+	s.groups[key] = g
+	s.groupList = append(s.groupList, g)
+	return g, nil
+}
+
+// spreadDomains lists, for each spread group, the domains its pods could land in:
+// those of eligible existing nodes and those the NodePools can offer.
+func (s *solver) spreadDomains() {
+	for _, g := range s.groupList {
+		if g.kind != spreadGroup {
+			continue
+		}
+		for _, n := range s.nodes {
+			if d, ok := n.domain(g.key); ok && (g.eligible == nil || g.eligible(n)) {
+				g.addDomain(d)
+			}
+		}
+		c := g.owner
+		if c == nil {
+			continue
+		}
+		for _, ps := range s.pools {
+			if !admitsAny(ps.reqs, c.terms) {
+				continue
+			}
+			if g.key == v1.LabelHostname {
+				g.fresh = true
+				continue
+			}
+			r, ok := ps.reqs.Get(g.key)
+			if !ok || !r.Finite() {
+				continue
+			}
+			for _, d := range r.values {
+				if allow := termsAllow(c.terms, g.key, d); allow {
+					g.addDomain(d)
+				}
+			}
+		}
+	}
+}
+
+// termsAllow reports whether some alternative allows value d for key.
+func termsAllow(terms []Requirements, key, d string) bool {
+	for _, t := range terms {
+		r, ok := t.Get(key)
+		if !ok || r.Has(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// countExistingPods records the pods already bound to nodes in the groups they
+// match, and the anti-affinity terms they own.
+func (s *solver) countExistingPods(nodes []*Node) {
+	byName := map[string]*simNode{}
+	for _, n := range s.nodes {
+		byName[n.name] = n
+	}
+	for _, in := range nodes {
+		n := byName[in.Node.Name]
+		for _, p := range in.Pods {
+			if terminal(p) || p.DeletionTimestamp != nil {
+				continue
+			}
+			lbls := labelsOf(p)
+			for _, g := range s.groupList {
+				if g.matches(p.Namespace, lbls) {
+					s.record(g, n, 1)
+				}
+			}
+			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					g, err := s.affinityGroup(antiAffinityGroup, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], p)
+					if err != nil {
+						continue // the API server accepted it; a selector we cannot parse blocks nothing
+					}
+					if d, ok := n.domain(g.key); ok {
+						g.owners[d]++
+					}
+					s.addMatches(g)
+				}
+			}
+		}
+	}
+}
+
+// addMatches links a group made after the classes to the classes it matches.
+func (s *solver) addMatches(g *group) {
+	for _, c := range s.classList {
+		if g.matches(c.ns, c.labels) && !slices.Contains(c.matched, g) {
+			c.matched = append(c.matched, g)
+		}
+	}
+}
+
+// record counts one pod (delta) on node n in group g.
+func (s *solver) record(g *group, n *simNode, delta int32) {
+	d, ok := n.domain(g.key)
+	if !ok {
+		return
+	}
+	if g.kind == spreadGroup && g.eligible != nil && !g.eligible(n) {
+		return
+	}
+	g.counts[d] += delta
+	g.total += delta
+}
+
+// domain returns the node's value for a topology key, when it is settled.
+func (n *simNode) domain(key string) (string, bool) {
+	r, ok := n.reqs.Get(key)
+	if !ok || !r.Finite() || len(r.values) != 1 {
+		return "", false
+	}
+	return r.values[0], true
+}
+
+// computeDemand sums, per pool, the pending pods that would go there first; it sizes
+// new nodes (see anchor).
+func (s *solver) computeDemand() {
+	for _, p := range s.pods {
+		c := p.class
+		if c.invalid != "" {
+			continue
+		}
+		for _, ps := range s.pools {
+			if Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
+				ps.demand = ps.demand.Add(c.req, s.n)
+				ps.demandN++
+				break
+			}
+		}
+	}
+	for _, ps := range s.pools {
+		ps.rank(s.n)
+	}
+}
+
+// rank orders the pool's types by the price of serving its pending pods with nodes
+// of that type alone: price × nodes needed, where a node holds its allocatable less
+// half an average pod (the room lost to packing). Types that match the pods' shape
+// come first; a new node is filled up to its anchor (see openNode).
+func (ps *poolState) rank(n int) {
+	type scored struct {
+		t     *typeInfo
+		score float64
+	}
+	var list []scored
+	for _, t := range ps.types {
+		need := 0.0
+		for r := range n {
+			if ps.demand[r] == 0 {
+				continue
+			}
+			avg := float64(ps.demand[r]) / float64(max(ps.demandN, 1))
+			room := float64(t.alloc[r]) - avg/2
+			if room <= 0 {
+				need = math.Inf(1)
+				break
+			}
+			need = max(need, float64(ps.demand[r])/room)
+		}
+		list = append(list, scored{t, t.price * need})
+	}
+	slices.SortStableFunc(list, func(a, b scored) int { return cmp.Compare(a.score, b.score) })
+	ps.ranked = make([]*typeInfo, len(list))
+	for i, x := range list {
+		ps.ranked[i] = x.t
+	}
+}
+
+// run places every pod, retrying the ones that failed while others keep landing
+// (a pod may need another's affinity domain), then explains what is left.
+func (s *solver) run() {
+	queue := s.order()
+	for {
+		var failed []*podInfo
+		for _, p := range queue {
+			if !s.place(p) {
+				failed = append(failed, p)
+			}
+		}
+		if len(failed) == 0 || len(failed) == len(queue) {
+			queue = failed
+			break
+		}
+		queue = failed
+	}
+	for _, p := range queue {
+		s.failures = append(s.failures, Failure{Pod: p.pod, Reason: s.explain(p)})
+	}
+}
+
+// order interleaves the workloads: classes are ranked largest first, and each
+// class's pods are spread evenly through the queue, so every node receives the same
+// mix of shapes as the whole and fills cpu and memory together. (Placing all of one
+// shape first fills one resource of a node while the other idles.)
+func (s *solver) order() []*podInfo {
+	classes := slices.Clone(s.classList)
+	slices.SortStableFunc(classes, func(a, b *podClass) int {
+		if c := cmp.Compare(b.req[ResourceCPU], a.req[ResourceCPU]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.req[ResourceMemory], a.req[ResourceMemory])
+	})
+	rank := make(map[*podClass]int, len(classes))
+	for i, c := range classes {
+		rank[c] = i
+	}
+	members := make([][]*podInfo, len(classes))
+	for _, p := range s.pods {
+		r := rank[p.class]
+		members[r] = append(members[r], p)
+	}
+	type slot struct {
+		at   float64
+		rank int
+		p    *podInfo
+	}
+	slots := make([]slot, 0, len(s.pods))
+	for r, ps := range members {
+		slices.SortStableFunc(ps, func(a, b *podInfo) int {
+			if c := strings.Compare(a.pod.Namespace, b.pod.Namespace); c != 0 {
+				return c
+			}
+			return strings.Compare(a.pod.Name, b.pod.Name)
+		})
+		for j, p := range ps {
+			slots = append(slots, slot{at: (float64(j) + 0.5) / float64(len(ps)), rank: r, p: p})
+		}
+	}
+	slices.SortFunc(slots, func(a, b slot) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.rank, b.rank)
+	})
+	out := make([]*podInfo, len(slots))
+	for i, sl := range slots {
+		out[i] = sl.p
+	}
+	return out
+}
+
+func (s *solver) place(p *podInfo) bool {
+	c := p.class
+	if c.invalid != "" {
+		return false
+	}
+	for _, v := range c.levels {
+		start := 0
+		if c.monotone {
+			start = c.cursor
+		}
+		for i := start; i < len(s.nodes); i++ {
+			n := s.nodes[i]
+			if ok, _ := s.tryNode(p, v, n, false); ok {
+				return true
+			}
+			if c.monotone && i == c.cursor && v == c.levels[len(c.levels)-1] {
+				c.cursor++
+			}
+		}
+		if n, _ := s.openNode(p, v, false); n != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// explain says why a pod fits nowhere: per NodePool, at its most relaxed level.
+func (s *solver) explain(p *podInfo) string {
+	c := p.class
+	if c.invalid != "" {
+		return c.invalid
+	}
+	if len(s.pools) == 0 {
+		return "no NodePool, and no existing node fits"
+	}
+	_, reason := s.openNode(p, c.levels[len(c.levels)-1], true)
+	return reason
+}
+
+// openNode starts a new node for the pod from the first NodePool that can take it.
+// With explain set it returns every pool's reason when none can.
+func (s *solver) openNode(p *podInfo, v *variant, explain bool) (*simNode, string) {
+	var reasons []string
+	for _, ps := range s.pools {
+		fit, ok := v.pools[ps]
+		if !ok {
+			fit = &poolFit{reason: s.poolReason(v, ps)}
+			v.pools[ps] = fit
+		}
+		if fit.reason != "" {
+			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", ps.name, fit.reason))
+			continue
+		}
+		n := &simNode{name: fmt.Sprintf("planned-%d", s.planned+1), kind: plannedNode, pool: ps,
+			reqs:   ps.reqs.With(Requirement{Key: v1.LabelHostname, values: []string{fmt.Sprintf("planned-%d", s.planned+1)}}),
+			taints: ps.taints}
+		for _, t := range ps.types {
+			if ps.withinLimits(t) {
+				n.options = append(n.options, t)
+			}
+		}
+		if len(n.options) == 0 {
+			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", ps.name, ps.limitReason(s.idx)))
+			continue
+		}
+		for _, t := range n.options {
+			n.alloc = n.alloc.Max(t.alloc, s.n)
+		}
+		ok, reason := s.tryNode(p, v, n, explain)
+		if !ok {
+			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", ps.name, reason))
+			continue
+		}
+		// Fill the node up to the most price-efficient type that still fits.
+		for _, t := range ps.ranked {
+			if _, ok := slices.BinarySearchFunc(n.options, t.idx, func(o *typeInfo, idx int) int { return cmp.Compare(o.idx, idx) }); ok {
+				if Fits(&Resources{}, &n.used, &t.alloc, s.n) < 0 {
+					n.alloc = t.alloc
+					break
+				}
+			}
+		}
+		s.planned++
+		s.nodes = append(s.nodes, n)
+		return n, ""
+	}
+	return nil, strings.Join(reasons, "; ")
+}
+
+// poolReason says why no node of the pool can take pods of the variant, or "".
+func (s *solver) poolReason(v *variant, ps *poolState) string {
+	effects := []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute}
+	if v.softTaint {
+		effects = append(effects, corev1.TaintEffectPreferNoSchedule)
+	}
+	if t := Untolerated(v.class.tolerations, ps.taints, effects...); t != nil {
+		return fmt.Sprintf("taint %s not tolerated", taintString(t))
+	}
+	if len(ps.types) == 0 {
+		return "no instance type matches its requirements with an available offering"
+	}
+	var why []string
+	for _, term := range v.terms {
+		key, ok := ps.reqs.Admits(term)
+		if ok {
+			return ""
+		}
+		pr, _ := term.Get(key)
+		if nr, has := ps.reqs.Get(key); has {
+			why = append(why, fmt.Sprintf("pod requires %s but nodes offer %s", pr, nr))
+		} else {
+			why = append(why, fmt.Sprintf("pod requires %s, a label no instance type or template defines", pr))
+		}
+	}
+	return strings.Join(why, ", or ")
+}
+
+func (ps *poolState) withinLimits(t *typeInfo) bool {
+	for _, r := range ps.limited {
+		if ps.used[r]+t.capacity[r] > ps.limits[r] {
+			return false
+		}
+	}
+	return true
+}
+
+func (ps *poolState) limitReason(idx *ResourceIndex) string {
+	for _, r := range ps.limited {
+		smallest := int64(math.MaxInt64)
+		for _, t := range ps.types {
+			smallest = min(smallest, t.capacity[r])
+		}
+		if ps.used[r]+smallest > ps.limits[r] {
+			return fmt.Sprintf("limit %s=%s reached (%s in use, the smallest instance type adds %s)",
+				idx.Name(r), idx.Quantity(r, ps.limits[r]), idx.Quantity(r, ps.used[r]), idx.Quantity(r, smallest))
+		}
+	}
+	return "limits reached"
+}
+
+var strictEffects = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule}
+var hardEffects = strictEffects[:2]
+
+// tryNode places the pod on n if it fits, and reports why not otherwise (the reason
+// is spelled out only when explain is set: the hot path does not pay for it).
+func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool, string) {
+	c := v.class
+	if n.kind != plannedNode {
+		if n.unschedulable && !tolerated(c.tolerations, &unschedulableTaint) {
+			return false, "node is unschedulable"
+		}
+		effects := hardEffects
+		if v.softTaint {
+			effects = strictEffects
+		}
+		if t := Untolerated(c.tolerations, n.taints, effects...); t != nil {
+			return false, "taint " + taintString(t) + " not tolerated"
+		}
+	} else if fit := v.pools[n.pool]; fit == nil {
+		fit = &poolFit{reason: s.poolReason(v, n.pool)}
+		v.pools[n.pool] = fit
+		if fit.reason != "" {
+			return false, fit.reason
+		}
+	} else if fit.reason != "" {
+		return false, fit.reason
+	}
+	if r := Fits(&n.used, &c.req, &n.alloc, s.n); r >= 0 {
+		if !explain {
+			return false, ""
+		}
+		return false, s.resourceReason(n, c, r)
+	}
+	for _, hp := range c.ports {
+		for _, used := range n.ports {
+			if hp.conflicts(used) {
+				return false, fmt.Sprintf("host port %s/%d in use", hp.protocol, hp.port)
+			}
+		}
+	}
+	var term Requirements
+	found := false
+	for _, t := range v.terms {
+		if _, ok := n.reqs.Admits(t); ok {
+			term, found = t, true
+			break
+		}
+	}
+	if !found {
+		return false, "node affinity or selector not matched"
+	}
+	reqs := n.reqs
+	if n.kind == plannedNode {
+		reqs = reqs.Narrow(term)
+	}
+	reqs, ok, reason := s.topologyFits(c, v, n, reqs, explain)
+	if !ok {
+		return false, reason
+	}
+	if n.kind == plannedNode {
+		if ok, reason := s.narrowOptions(n, reqs, &c.req, explain); !ok {
+			return false, reason
+		}
+		n.reqs = reqs
+	}
+	n.used = n.used.Add(c.req, s.n)
+	n.ports = append(n.ports, c.ports...)
+	n.pods = append(n.pods, p.pod)
+	s.placed[p.pod] = n
+	for _, g := range c.matched {
+		s.record(g, n, 1)
+	}
+	for _, g := range c.anti {
+		if d, ok := n.domain(g.key); ok {
+			g.owners[d]++
+		}
+	}
+	return true, ""
+}
+
+var unschedulableTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+
+func (s *solver) resourceReason(n *simNode, c *podClass, r int) string {
+	name := s.idx.Name(r)
+	if n.kind != plannedNode {
+		return fmt.Sprintf("insufficient %s", name)
+	}
+	return fmt.Sprintf("no instance type offers %s %s", s.idx.Quantity(r, c.req[r]), name)
+}
+
+// narrowOptions keeps the planned node's instance types that match reqs, have an
+// available offering there, and hold the node's pods plus req; it fails, changing
+// nothing, when none would remain or a minValues requirement would be broken.
+func (s *solver) narrowOptions(n *simNode, reqs Requirements, req *Resources, explain bool) (bool, string) {
+	changed := changedRequirements(n.reqs, reqs)
+	offerings := false // the zone or capacity type narrowed: offerings must be checked again
+	for _, r := range changed {
+		offerings = offerings || r.Key == v1.LabelZone || r.Key == v1.CapacityTypeLabelKey
+	}
+	kept := s.scratch[:0]
+	for _, t := range n.options {
+		if Fits(&n.used, req, &t.alloc, s.n) >= 0 {
+			continue
+		}
+		if !admitsChanged(t.reqs, changed) {
+			continue
+		}
+		if offerings {
+			if _, ok := t.it.CheapestOffering(reqs); !ok {
+				continue
+			}
+		}
+		kept = append(kept, t)
+	}
+	s.scratch = kept
+	if len(kept) == 0 {
+		if !explain {
+			return false, ""
+		}
+		return false, s.optionsReason(n, reqs, req)
+	}
+	for i := range reqs {
+		if reqs[i].MinValues > 0 {
+			if got := distinctValues(kept, reqs[i].Key); got < reqs[i].MinValues {
+				return false, fmt.Sprintf("minValues %d for %s not met: %d distinct values remain", reqs[i].MinValues, reqs[i].Key, got)
+			}
+		}
+	}
+	old := n.reserved
+	n.options = append(n.options[:0], kept...)
+	n.reserved = Resources{}
+	for _, t := range n.options {
+		n.reserved = n.reserved.Max(t.capacity, s.n)
+	}
+	n.pool.used = n.pool.used.Sub(old, s.n).Add(n.reserved, s.n)
+	return true, ""
+}
+
+// changedRequirements lists the requirements of next that differ from prev; Narrow
+// and With return their receiver when nothing changed, which makes that case free.
+func changedRequirements(prev, next Requirements) []*Requirement {
+	if len(prev) == len(next) && (len(prev) == 0 || &prev[0] == &next[0]) {
+		return nil
+	}
+	var out []*Requirement
+	for i := range next {
+		r := &next[i]
+		old, ok := prev.Get(r.Key)
+		if !ok || !old.Equal(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// admitsChanged checks a type's labels against only the requirements that changed.
+func admitsChanged(typeReqs Requirements, changed []*Requirement) bool {
+	for _, r := range changed {
+		if tr, ok := typeReqs.Get(r.Key); ok && !tr.intersects(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func distinctValues(types []*typeInfo, key string) int {
+	seen := map[string]bool{}
+	for _, t := range types {
+		if r, ok := t.reqs.Get(key); ok {
+			for _, v := range r.Values() {
+				seen[v] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+func (s *solver) optionsReason(n *simNode, reqs Requirements, req *Resources) string {
+	want := n.used.Add(*req, s.n)
+	var biggest Resources
+	matching := 0
+	for _, t := range n.options {
+		if _, ok := reqs.Intersects(t.reqs); !ok {
+			continue
+		}
+		if _, ok := t.it.CheapestOffering(reqs); !ok {
+			continue
+		}
+		matching++
+		biggest = biggest.Max(t.alloc, s.n)
+	}
+	if matching == 0 {
+		return fmt.Sprintf("no instance type with an available offering matches %s", reqs)
+	}
+	for r := range s.n {
+		if want[r] > biggest[r] {
+			return fmt.Sprintf("no instance type offers %s %s", s.idx.Quantity(r, want[r]), s.idx.Name(r))
+		}
+	}
+	return "no single instance type fits all of cpu, memory and pods requested"
+}
+
+// topologyFits checks the pod's spread, affinity and anti-affinity constraints, and
+// the anti-affinity of pods already placed, on node n described by reqs. On a
+// planned node whose domain for a key is still open it picks one, returning reqs
+// narrowed to it.
+func (s *solver) topologyFits(c *podClass, v *variant, n *simNode, reqs Requirements, explain bool) (Requirements, bool, string) {
+	if len(v.spreads)+len(v.affinity)+len(v.anti)+len(c.matched) == 0 {
+		return reqs, true, ""
+	}
+	for _, key := range topologyKeys(v, c) {
+		d, settled := domainIn(reqs, key)
+		if settled {
+			if ok, why := s.domainAdmits(c, v, key, d, true, explain); !ok {
+				return reqs, false, why
+			}
+			continue
+		}
+		r, has := reqs.Get(key)
+		if n.kind != plannedNode || !has || !r.Finite() {
+			// The node will not have the key.
+			if ok, why := s.domainAdmits(c, v, key, "", false, explain); !ok {
+				return reqs, false, why
+			}
+			continue
+		}
+		chosen := ""
+		for _, cand := range s.preferredDomains(c, v, key, r.values) {
+			if ok, _ := s.domainAdmits(c, v, key, cand, true, false); ok {
+				chosen = cand
+				break
+			}
+		}
+		if chosen == "" {
+			if !explain {
+				return reqs, false, ""
+			}
+			_, why := s.domainAdmits(c, v, key, r.values[0], true, true)
+			return reqs, false, why
+		}
+		reqs = reqs.With(Requirement{Key: key, values: []string{chosen}})
+	}
+	return reqs, true, ""
+}
+
+func domainIn(reqs Requirements, key string) (string, bool) {
+	r, ok := reqs.Get(key)
+	if !ok || !r.Finite() || len(r.values) != 1 {
+		return "", false
+	}
+	return r.values[0], true
+}
+
+// topologyKeys lists, in a stable order, the keys the pod's constraints and its
+// matching groups use.
+func topologyKeys(v *variant, c *podClass) []string {
+	var keys []string
+	add := func(gs []*group) {
+		for _, g := range gs {
+			if !slices.Contains(keys, g.key) {
+				keys = append(keys, g.key)
+			}
+		}
+	}
+	add(v.spreads)
+	add(v.affinity)
+	add(v.anti)
+	add(c.matched)
+	return keys
+}
+
+// preferredDomains orders candidate values: least loaded first for a spread,
+// most populated first for an affinity, else as given.
+func (s *solver) preferredDomains(c *podClass, v *variant, key string, values []string) []string {
+	for _, g := range v.spreads {
+		if g.key == key {
+			out := slices.Clone(values)
+			slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(g.counts[a], g.counts[b]) })
+			return out
+		}
+	}
+	for _, g := range v.affinity {
+		if g.key == key {
+			out := slices.Clone(values)
+			slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(g.counts[b], g.counts[a]) })
+			return out
+		}
+	}
+	for _, g := range c.matched {
+		if g.key == key && g.kind == spreadGroup {
+			out := slices.Clone(values)
+			slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(g.counts[a], g.counts[b]) })
+			return out
+		}
+	}
+	return values
+}
+
+// domainAdmits checks every constraint on key for domain d (has=false: the node has
+// no such label).
+func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, explain bool) (bool, string) {
+	why := func(format string, args ...any) string {
+		if !explain {
+			return ""
+		}
+		return fmt.Sprintf(format, args...)
+	}
+	for _, g := range v.spreads {
+		if g.key != key {
+			continue
+		}
+		if !has {
+			return false, why("node has no label %s for its topology spread", key)
+		}
+		if !g.admitsSpread(d, g.matches(c.ns, c.labels)) {
+			return false, why("topology spread on %s: %s=%s would exceed maxSkew %d", key, key, d, g.maxSkew)
+		}
+	}
+	if len(v.affinity) > 0 {
+		selfOK := true
+		for _, g := range v.affinity {
+			if g.total > 0 || !g.matches(c.ns, c.labels) {
+				selfOK = false
+			}
+		}
+		for _, g := range v.affinity {
+			if g.key != key || selfOK {
+				continue
+			}
+			if !has || g.counts[d] == 0 {
+				return false, why("pod affinity on %s: no matching pod in %s=%s", key, key, d)
+			}
+		}
+	}
+	if !has {
+		return true, ""
+	}
+	for _, g := range v.anti {
+		if g.key == key && g.counts[d] > 0 {
+			return false, why("pod anti-affinity on %s: a matching pod runs in %s=%s", key, key, d)
+		}
+	}
+	for _, g := range c.matched {
+		if g.kind == antiAffinityGroup && g.key == key && g.owners[d] > 0 {
+			return false, why("another pod's anti-affinity on %s excludes %s=%s", key, key, d)
+		}
+	}
+	return true, ""
+}
+
+// plan turns the solver's nodes into the result.
+func (s *solver) plan() *Plan {
+	out := &Plan{Unschedulable: s.failures}
+	for _, p := range s.pods {
+		n := s.placed[p.pod]
+		if n != nil && n.kind != plannedNode {
+			out.Bindings = append(out.Bindings, Binding{Pod: p.pod, Node: n.name})
+		}
+	}
+	for _, n := range s.nodes {
+		if n.kind != plannedNode {
+			continue
+		}
+		out.NewNodes = append(out.NewNodes, s.finish(n))
+	}
+	return out
+}
+
+// finish ranks a planned node's options by price and fixes its requirements.
+func (s *solver) finish(n *simNode) *NewNode {
+	reqs := slices.DeleteFunc(slices.Clone(n.reqs), func(r Requirement) bool { return r.Key == v1.LabelHostname })
+	type priced struct {
+		t     *typeInfo
+		offer Offering
+	}
+	var options []priced
+	if sameOfferings(n.pool.reqs, reqs) {
+		// The pool's price order holds: walk it and keep the node's options.
+		in := make([]bool, len(n.pool.types))
+		for _, t := range n.options {
+			in[t.idx] = true
+		}
+		for _, t := range n.pool.byPrice {
+			if !in[t.idx] {
+				continue
+			}
+			o, _ := t.it.CheapestOffering(reqs)
+			options = append(options, priced{t, o})
+			if len(options) >= s.opts.MaxInstanceTypes && minValuesMet(reqs, options, func(p priced) *typeInfo { return p.t }) {
+				break
+			}
+		}
+	} else {
+		for _, t := range n.options {
+			if o, ok := t.it.CheapestOffering(reqs); ok {
+				options = append(options, priced{t, o})
+			}
+		}
+		slices.SortStableFunc(options, func(a, b priced) int {
+			if c := cmp.Compare(a.offer.Price, b.offer.Price); c != 0 {
+				return c
+			}
+			return strings.Compare(a.t.it.Name, b.t.it.Name)
+		})
+	}
+	keep := min(len(options), s.opts.MaxInstanceTypes)
+	// Keep going past the bound while a minValues requirement needs more variety.
+	for keep < len(options) && !minValuesMet(reqs, options[:keep], func(p priced) *typeInfo { return p.t }) {
+		keep++
+	}
+	options = options[:keep]
+	nn := &NewNode{Name: n.name, NodePool: n.pool.name, Taints: n.pool.taints, StartupTaints: n.pool.startup, Pods: n.pods}
+	names := make([]string, len(options))
+	for i, o := range options {
+		nn.InstanceTypes = append(nn.InstanceTypes, o.t.it)
+		names[i] = o.t.it.Name
+	}
+	if len(options) > 0 {
+		nn.InstanceType, nn.Offering = options[0].t.it, options[0].offer
+		nn.Requests = s.idx.List(n.used.Add(options[0].t.daemons, s.n))
+	}
+	if s.nodesPos >= 0 {
+		delete(nn.Requests, "nodes")
+	}
+	nn.Requirements = reqs.With(Requirement{Key: v1.LabelInstanceType, values: sortedUnique(names)})
+	return nn
+}
+
+// sameOfferings reports whether a node's zone and capacity-type requirements are
+// still the pool's, so the pool's offering prices apply.
+func sameOfferings(pool, node Requirements) bool {
+	for _, key := range []string{v1.LabelZone, v1.CapacityTypeLabelKey} {
+		a, okA := pool.Get(key)
+		b, okB := node.Get(key)
+		if okA != okB || (okA && !a.Equal(b)) {
+			return false
+		}
+	}
+	return true
+}
+
+func minValuesMet[T any](reqs Requirements, options []T, typeOf func(T) *typeInfo) bool {
+	for i := range reqs {
+		if reqs[i].MinValues == 0 {
+			continue
+		}
+		types := make([]*typeInfo, len(options))
+		for j, o := range options {
+			types[j] = typeOf(o)
+		}
+		if distinctValues(types, reqs[i].Key) < reqs[i].MinValues {
+			return false
+		}
+	}
+	return true
+}
+
+func labelsOf(p *corev1.Pod) map[string]string { return p.Labels }

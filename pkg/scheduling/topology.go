@@ -1,0 +1,174 @@
+package scheduling
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+type groupKind int
+
+const (
+	spreadGroup groupKind = iota
+	affinityGroup
+	antiAffinityGroup
+)
+
+func (k groupKind) String() string {
+	return [...]string{"topology spread", "pod affinity", "pod anti-affinity"}[k]
+}
+
+// group counts the pods matching one topology constraint (a spread constraint, or a
+// pod affinity or anti-affinity term) per domain of its topology key. Pods sharing a
+// constraint share its group.
+type group struct {
+	kind     groupKind
+	key      string
+	selector labels.Selector
+	// namespaces the selector applies to; allNamespaces when a namespaceSelector
+	// matches everything.
+	namespaces    []string
+	allNamespaces bool
+
+	// Spread only.
+	maxSkew    int32
+	minDomains int32
+	// eligible, when set, says whether a node's pods and domain count for the spread
+	// (nodeAffinityPolicy and nodeTaintsPolicy Honor).
+	eligible func(*simNode) bool
+
+	counts map[string]int32 // matching pods per domain
+	total  int32            // matching pods anywhere
+	owners map[string]int32 // anti-affinity: pods owning the term, per domain
+
+	// domains known for the key (spread min), in sorted order; fresh means a new
+	// node can open another empty domain (hostname), so the minimum is zero.
+	domains []string
+	fresh   bool
+	// owner is the class whose constraint a spread group is (for its domains).
+	owner *podClass
+}
+
+func (g *group) matches(ns string, lbls labels.Set) bool {
+	if !g.allNamespaces {
+		if _, ok := slices.BinarySearch(g.namespaces, ns); !ok {
+			return false
+		}
+	}
+	return g.selector.Matches(lbls)
+}
+
+func (g *group) addDomain(d string) {
+	if i, ok := slices.BinarySearch(g.domains, d); !ok {
+		g.domains = slices.Insert(g.domains, i, d)
+	}
+}
+
+// minCount is the smallest count over the known domains (zero when a fresh domain
+// can be made or minDomains is not reached).
+func (g *group) minCount() int32 {
+	if g.fresh || len(g.domains) == 0 || int32(len(g.domains)) < g.minDomains {
+		return 0
+	}
+	m := int32(-1)
+	for _, d := range g.domains {
+		if c := g.counts[d]; m < 0 || c < m {
+			m = c
+		}
+	}
+	return m
+}
+
+// admitsSpread reports whether one more pod (selfMatch: one that the selector
+// matches) in domain d keeps the skew within maxSkew.
+func (g *group) admitsSpread(d string, selfMatch bool) bool {
+	self := int32(0)
+	if selfMatch {
+		self = 1
+	}
+	return g.counts[d]+self-g.minCount() <= g.maxSkew
+}
+
+func (g *group) describe() string {
+	return fmt.Sprintf("%s on %s (%s)", g.kind, g.key, g.selector)
+}
+
+// groupKey identifies a constraint, so pods that share one share its counts.
+func groupKey(kind groupKind, key string, sel labels.Selector, namespaces []string, all bool, extra string) string {
+	return fmt.Sprintf("%d|%s|%s|%v|%s|%s", kind, key, sel.String(), all, strings.Join(namespaces, ","), extra)
+}
+
+// spreadSelector is the constraint's selector plus matchLabelKeys taken from the pod.
+func spreadSelector(c *corev1.TopologySpreadConstraint, podLabels map[string]string) (labels.Selector, error) {
+	sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range c.MatchLabelKeys {
+		if v, ok := podLabels[k]; ok {
+			r, err := labels.NewRequirement(k, selection.In, []string{v})
+			if err != nil {
+				return nil, err
+			}
+			sel = sel.Add(*r)
+		}
+	}
+	return sel, nil
+}
+
+// affinitySelector is a pod affinity term's selector with matchLabelKeys and
+// mismatchLabelKeys applied from the pod.
+func affinitySelector(t *corev1.PodAffinityTerm, podLabels map[string]string) (labels.Selector, error) {
+	sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range t.MatchLabelKeys {
+		if v, ok := podLabels[k]; ok {
+			r, err := labels.NewRequirement(k, selection.In, []string{v})
+			if err != nil {
+				return nil, err
+			}
+			sel = sel.Add(*r)
+		}
+	}
+	for _, k := range t.MismatchLabelKeys {
+		if v, ok := podLabels[k]; ok {
+			r, err := labels.NewRequirement(k, selection.NotIn, []string{v})
+			if err != nil {
+				return nil, err
+			}
+			sel = sel.Add(*r)
+		}
+	}
+	return sel, nil
+}
+
+// termNamespaces resolves the namespaces a pod affinity term applies to: its list,
+// plus those its namespaceSelector matches; the pod's own when both are empty.
+func termNamespaces(t *corev1.PodAffinityTerm, podNamespace string, namespaces []*corev1.Namespace) ([]string, bool, error) {
+	out := slices.Clone(t.Namespaces)
+	if t.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+		if err != nil {
+			return nil, false, err
+		}
+		if sel.Empty() {
+			return nil, true, nil
+		}
+		for _, ns := range namespaces {
+			if sel.Matches(labels.Set(ns.Labels)) {
+				out = append(out, ns.Name)
+			}
+		}
+	} else if len(out) == 0 {
+		out = []string{podNamespace}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), false, nil
+}

@@ -23,6 +23,7 @@ func Solve(in *Input, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	s.run()
+	s.refine()
 	return s.plan(), nil
 }
 
@@ -45,12 +46,14 @@ type simNode struct {
 	capacity      Resources // existing: counted against its pool's limits
 	used          Resources
 	ports         []hostPort
-	pods          []*corev1.Pod // placed by this solve
+	pods          []*podInfo // placed by this solve
 
 	// Planned nodes only.
 	pool     *poolState
-	options  []*typeInfo // instance types still possible, in pool order
+	options  []*typeInfo // instance types still possible, cheapest first
 	reserved Resources   // counted against the pool's limits
+	// anchor is the allocatable the node is filled up to (see openNode).
+	anchor Resources
 }
 
 type poolState struct {
@@ -60,9 +63,8 @@ type poolState struct {
 	reqs    Requirements // template requirements and labels, and what the types offer
 	taints  []corev1.Taint
 	startup []corev1.Taint
-	types   []*typeInfo // compatible types with an available offering, largest first
-	byPrice []*typeInfo // the same, cheapest first
-	ranked  []*typeInfo // types by price efficiency for this pool's pending pods
+	types   []*typeInfo // compatible types with an available offering, cheapest first
+	ranked  []*typeInfo // the same, best score first (see rank)
 
 	limited  []int // resource positions the pool limits
 	limits   Resources
@@ -74,12 +76,14 @@ type poolState struct {
 
 type typeInfo struct {
 	it       *InstanceType
-	idx      int
+	idx      int // position in the pool's types: price order
 	reqs     Requirements
 	alloc    Resources // allocatable less the DaemonSet pods
 	daemons  Resources
 	capacity Resources // for limits, with one "nodes"
 	price    float64   // cheapest available offering within the pool
+	// score is what serving the pool's pending pods with this type alone would cost.
+	score float64
 }
 
 type podInfo struct {
@@ -108,9 +112,10 @@ type solver struct {
 	pvs            map[string]*corev1.PersistentVolume
 	storageClasses map[string]*storagev1.StorageClass
 
-	placed   map[*corev1.Pod]*simNode
-	failures []Failure
-	scratch  []*typeInfo
+	placed     map[*corev1.Pod]*simNode
+	failures   []Failure
+	candidates map[string]candidateList
+	scratch    []*typeInfo
 }
 
 type daemon struct {
@@ -309,10 +314,7 @@ func (s *solver) addPools(pools []*NodePool) error {
 			types = append(types, t)
 		}
 		slices.SortStableFunc(types, func(a, b *typeInfo) int {
-			if c := cmp.Compare(b.alloc[ResourceCPU], a.alloc[ResourceCPU]); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(b.alloc[ResourceMemory], a.alloc[ResourceMemory]); c != 0 {
+			if c := cmp.Compare(a.price, b.price); c != 0 {
 				return c
 			}
 			return strings.Compare(a.it.Name, b.it.Name)
@@ -321,13 +323,6 @@ func (s *solver) addPools(pools []*NodePool) error {
 			t.idx = i
 		}
 		ps.types = types
-		ps.byPrice = slices.Clone(types)
-		slices.SortStableFunc(ps.byPrice, func(a, b *typeInfo) int {
-			if c := cmp.Compare(a.price, b.price); c != 0 {
-				return c
-			}
-			return strings.Compare(a.it.Name, b.it.Name)
-		})
 		ps.reqs = reqs.And(unionRequirements(types))
 		s.pools = append(s.pools, ps)
 	}
@@ -622,16 +617,12 @@ func (s *solver) computeDemand() {
 
 // rank orders the pool's types by the price of serving its pending pods with nodes
 // of that type alone: price × nodes needed, where a node holds its allocatable less
-// half an average pod (the room lost to packing). Types that match the pods' shape
-// come first; a new node is filled up to its anchor (see openNode).
+// half an average pod (the room lost to packing). A new node is filled up to the
+// best-ranked type that holds its first pod, so node sizes follow the price per
+// packed pod rather than the largest type that fits.
 func (ps *poolState) rank(n int) {
-	type scored struct {
-		t     *typeInfo
-		score float64
-	}
-	var list []scored
 	for _, t := range ps.types {
-		need := 0.0
+		t.score = 0
 		for r := range n {
 			if ps.demand[r] == 0 {
 				continue
@@ -639,18 +630,14 @@ func (ps *poolState) rank(n int) {
 			avg := float64(ps.demand[r]) / float64(max(ps.demandN, 1))
 			room := float64(t.alloc[r]) - avg/2
 			if room <= 0 {
-				need = math.Inf(1)
+				t.score = math.Inf(1)
 				break
 			}
-			need = max(need, float64(ps.demand[r])/room)
+			t.score = max(t.score, t.price*float64(ps.demand[r])/room)
 		}
-		list = append(list, scored{t, t.price * need})
 	}
-	slices.SortStableFunc(list, func(a, b scored) int { return cmp.Compare(a.score, b.score) })
-	ps.ranked = make([]*typeInfo, len(list))
-	for i, x := range list {
-		ps.ranked[i] = x.t
-	}
+	ps.ranked = slices.Clone(ps.types)
+	slices.SortStableFunc(ps.ranked, func(a, b *typeInfo) int { return cmp.Compare(a.score, b.score) })
 }
 
 // run places every pod, retrying the ones that failed while others keep landing
@@ -791,28 +778,35 @@ func (s *solver) openNode(p *podInfo, v *variant, explain bool) (*simNode, strin
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", ps.name, ps.limitReason(s.idx)))
 			continue
 		}
-		for _, t := range n.options {
-			n.alloc = n.alloc.Max(t.alloc, s.n)
-		}
+		n.alloc = maxAlloc(n.options, s.n)
 		ok, reason := s.tryNode(p, v, n, explain)
 		if !ok {
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", ps.name, reason))
 			continue
 		}
-		// Fill the node up to the most price-efficient type that still fits.
+		// Fill the node up to the best-scoring type that holds what it has: the
+		// anchor. Its cheapest fitting type is chosen at the end.
 		for _, t := range ps.ranked {
-			if _, ok := slices.BinarySearchFunc(n.options, t.idx, func(o *typeInfo, idx int) int { return cmp.Compare(o.idx, idx) }); ok {
-				if Fits(&Resources{}, &n.used, &t.alloc, s.n) < 0 {
-					n.alloc = t.alloc
-					break
-				}
+			if _, ok := slices.BinarySearchFunc(n.options, t.idx, func(o *typeInfo, idx int) int { return cmp.Compare(o.idx, idx) }); ok &&
+				Fits(&Resources{}, &n.used, &t.alloc, s.n) < 0 {
+				n.anchor = t.alloc
+				break
 			}
 		}
+		n.alloc = n.anchor
 		s.planned++
 		s.nodes = append(s.nodes, n)
 		return n, ""
 	}
 	return nil, strings.Join(reasons, "; ")
+}
+
+func maxAlloc(types []*typeInfo, n int) Resources {
+	var out Resources
+	for _, t := range types {
+		out = out.Max(t.alloc, n)
+	}
+	return out
 }
 
 // poolReason says why no node of the pool can take pods of the variant, or "".
@@ -933,7 +927,7 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 	}
 	n.used = n.used.Add(c.req, s.n)
 	n.ports = append(n.ports, c.ports...)
-	n.pods = append(n.pods, p.pod)
+	n.pods = append(n.pods, p)
 	s.placed[p.pod] = n
 	for _, g := range c.matched {
 		s.record(g, n, 1)
@@ -996,6 +990,10 @@ func (s *solver) narrowOptions(n *simNode, reqs Requirements, req *Resources, ex
 	}
 	old := n.reserved
 	n.options = append(n.options[:0], kept...)
+	n.alloc = maxAlloc(n.options, s.n)
+	if n.anchor != (Resources{}) {
+		n.alloc = n.anchor
+	}
 	n.reserved = Resources{}
 	for _, t := range n.options {
 		n.reserved = n.reserved.Max(t.capacity, s.n)
@@ -1216,6 +1214,207 @@ func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, 
 	return true, ""
 }
 
+// refine revisits each new node whose pods are free of topology constraints and
+// host ports, and splits it when several smaller nodes would cost less than the one:
+// for each cheaper instance type, the node's pods are packed first-fit decreasing
+// into nodes of that type, the last one shrunk to the cheapest type that holds its
+// share. The greedy pass sizes nodes for the whole workload; this fixes the nodes
+// where that sizing overshoots.
+func (s *solver) refine() {
+	var nodes []*simNode
+	for _, n := range s.nodes {
+		if n.kind != plannedNode || !s.splittable(n) {
+			nodes = append(nodes, n)
+			continue
+		}
+		nodes = append(nodes, s.split(n)...)
+	}
+	s.nodes = nodes
+}
+
+func (s *solver) splittable(n *simNode) bool {
+	for _, p := range n.pods {
+		c := p.class
+		if len(c.ports)+len(c.spreads)+len(c.softSpreads)+len(c.affinity)+len(c.anti)+len(c.prefAffinity)+len(c.prefAnti)+len(c.matched) > 0 {
+			return false
+		}
+	}
+	return len(n.pods) > 1
+}
+
+// split returns n, or the cheaper nodes that replace it.
+func (s *solver) split(n *simNode) []*simNode {
+	reqs := n.reqs
+	current, ok := n.options[0].it.CheapestOffering(reqs)
+	if !ok {
+		return []*simNode{n}
+	}
+	members := slices.Clone(n.pods)
+	slices.SortStableFunc(members, func(a, b *podInfo) int {
+		if c := cmp.Compare(b.class.req[ResourceCPU], a.class.req[ResourceCPU]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.class.req[ResourceMemory], a.class.req[ResourceMemory])
+	})
+	candidates, prices := s.splitCandidates(n)
+	// Nodes of type t cannot hold the pods for less than the fluid bound:
+	// price × the fraction of t's allocatable the pods take in their tightest
+	// resource. Trying types in that order, the search stops at the first bound
+	// that cannot beat the best found.
+	type trial struct {
+		t     *typeInfo
+		bound float64
+	}
+	var trials []trial
+	for _, t := range candidates {
+		if prices[t] >= current.Price {
+			break
+		}
+		frac := 0.0
+		for r := range s.n {
+			if n.used[r] > 0 {
+				if t.alloc[r] <= 0 {
+					frac = math.Inf(1)
+					break
+				}
+				frac = max(frac, float64(n.used[r])/float64(t.alloc[r]))
+			}
+		}
+		if b := prices[t] * frac; b < current.Price {
+			trials = append(trials, trial{t, b})
+		}
+	}
+	slices.SortStableFunc(trials, func(a, b trial) int { return cmp.Compare(a.bound, b.bound) })
+	bestCost := current.Price
+	var bestBins [][]*podInfo
+	for _, tr := range trials {
+		t := tr.t
+		if tr.bound >= bestCost {
+			break
+		}
+		bins, used := packInto(members, &t.alloc, s.n)
+		if bins == nil {
+			continue
+		}
+		cost := float64(len(bins)-1) * prices[t]
+		if cost >= bestCost {
+			continue
+		}
+		last := used[len(used)-1]
+		lastPrice := math.Inf(1)
+		for _, u := range candidates {
+			if Fits(&Resources{}, &last, &u.alloc, s.n) < 0 {
+				lastPrice = prices[u]
+				break
+			}
+		}
+		if cost+lastPrice < bestCost-1e-12 {
+			bestCost, bestBins = cost+lastPrice, bins
+		}
+	}
+	if bestBins == nil {
+		return []*simNode{n}
+	}
+	pieces := make([]*simNode, 0, len(bestBins))
+	reserved := Resources{}
+	for _, bin := range bestBins {
+		piece := &simNode{name: n.name, kind: plannedNode, pool: n.pool, reqs: n.reqs, taints: n.taints, pods: bin}
+		for _, p := range bin {
+			piece.used = piece.used.Add(p.class.req, s.n)
+			s.placed[p.pod] = piece
+		}
+		for _, t := range candidates {
+			if Fits(&Resources{}, &piece.used, &t.alloc, s.n) < 0 {
+				piece.options = append(piece.options, t)
+				piece.reserved = piece.reserved.Max(t.capacity, s.n)
+			}
+		}
+		reserved = reserved.Add(piece.reserved, s.n)
+		pieces = append(pieces, piece)
+	}
+	after := n.pool.used.Sub(n.reserved, s.n).Add(reserved, s.n)
+	for _, r := range n.pool.limited {
+		if after[r] > n.pool.limits[r] {
+			for _, p := range n.pods {
+				s.placed[p.pod] = n
+			}
+			return []*simNode{n}
+		}
+	}
+	n.pool.used = after
+	for i, piece := range pieces {
+		if i > 0 {
+			s.planned++
+			piece.name = fmt.Sprintf("planned-%d", s.planned)
+		}
+	}
+	return pieces
+}
+
+// splitCandidates lists the pool's types the node's requirements allow, with an
+// offering there, cheapest first; nodes with the same requirements share the list.
+func (s *solver) splitCandidates(n *simNode) ([]*typeInfo, map[*typeInfo]float64) {
+	var key strings.Builder
+	key.WriteString(n.pool.name)
+	for i := range n.reqs {
+		if n.reqs[i].Key != v1.LabelHostname {
+			key.WriteString("|" + n.reqs[i].String())
+		}
+	}
+	if c, ok := s.candidates[key.String()]; ok {
+		return c.types, c.prices
+	}
+	c := candidateList{prices: map[*typeInfo]float64{}}
+	for _, t := range n.pool.types {
+		if _, ok := n.reqs.Intersects(t.reqs); !ok {
+			continue
+		}
+		o, ok := t.it.CheapestOffering(n.reqs)
+		if !ok {
+			continue
+		}
+		c.prices[t] = o.Price
+		c.types = append(c.types, t)
+	}
+	slices.SortStableFunc(c.types, func(a, b *typeInfo) int { return cmp.Compare(c.prices[a], c.prices[b]) })
+	if s.candidates == nil {
+		s.candidates = map[string]candidateList{}
+	}
+	s.candidates[key.String()] = c
+	return c.types, c.prices
+}
+
+type candidateList struct {
+	types  []*typeInfo
+	prices map[*typeInfo]float64
+}
+
+// packInto packs the pods first-fit into nodes of allocatable alloc; nil if one
+// does not fit at all.
+func packInto(pods []*podInfo, alloc *Resources, n int) ([][]*podInfo, []Resources) {
+	var bins [][]*podInfo
+	var used []Resources
+	for _, p := range pods {
+		placed := false
+		for i := range bins {
+			if Fits(&used[i], &p.class.req, alloc, n) < 0 {
+				used[i] = used[i].Add(p.class.req, n)
+				bins[i] = append(bins[i], p)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			if Fits(&Resources{}, &p.class.req, alloc, n) >= 0 {
+				return nil, nil
+			}
+			bins = append(bins, []*podInfo{p})
+			used = append(used, p.class.req)
+		}
+	}
+	return bins, used
+}
+
 // plan turns the solver's nodes into the result.
 func (s *solver) plan() *Plan {
 	out := &Plan{Unschedulable: s.failures}
@@ -1243,15 +1442,8 @@ func (s *solver) finish(n *simNode) *NewNode {
 	}
 	var options []priced
 	if sameOfferings(n.pool.reqs, reqs) {
-		// The pool's price order holds: walk it and keep the node's options.
-		in := make([]bool, len(n.pool.types))
+		// The options are in the pool's price order, which still holds.
 		for _, t := range n.options {
-			in[t.idx] = true
-		}
-		for _, t := range n.pool.byPrice {
-			if !in[t.idx] {
-				continue
-			}
 			o, _ := t.it.CheapestOffering(reqs)
 			options = append(options, priced{t, o})
 			if len(options) >= s.opts.MaxInstanceTypes && minValuesMet(reqs, options, func(p priced) *typeInfo { return p.t }) {
@@ -1277,7 +1469,10 @@ func (s *solver) finish(n *simNode) *NewNode {
 		keep++
 	}
 	options = options[:keep]
-	nn := &NewNode{Name: n.name, NodePool: n.pool.name, Taints: n.pool.taints, StartupTaints: n.pool.startup, Pods: n.pods}
+	nn := &NewNode{Name: n.name, NodePool: n.pool.name, Taints: n.pool.taints, StartupTaints: n.pool.startup}
+	for _, p := range n.pods {
+		nn.Pods = append(nn.Pods, p.pod)
+	}
 	names := make([]string, len(options))
 	for i, o := range options {
 		nn.InstanceTypes = append(nn.InstanceTypes, o.t.it)

@@ -1,30 +1,451 @@
 package scheduling_test
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
 	. "github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
 
-func TestSolveSmoke(t *testing.T) {
-	in := &Input{
-		Pods:      pods(10, "web", "1", "1Gi"),
-		NodePools: []*NodePool{{NodePool: makeNodePool("default"), InstanceTypes: schedtest.SyntheticTypes(40)}},
+func aws(t testing.TB) []*InstanceType {
+	t.Helper()
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return types
+}
+
+func pool(np *v1.NodePool, types []*InstanceType) *NodePool {
+	return &NodePool{NodePool: np, InstanceTypes: types}
+}
+
+func existingNode(name string, cpu, memory string, labels map[string]string, bound ...*corev1.Pod) *Node {
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+		corev1.ResourcePods: resource.MustParse("110")}
+	lbls := map[string]string{v1.LabelHostname: name}
+	for k, v := range labels {
+		lbls[k] = v
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
+	n.Status.Allocatable, n.Status.Capacity = alloc, alloc
+	for _, p := range bound {
+		p.Spec.NodeName = name
+	}
+	return &Node{Node: n, Pods: bound}
+}
+
+// The seed example: a Deployment of 10 replicas of 1 cpu and 1Gi, a default NodePool.
+func TestSeedExampleOnAWS(t *testing.T) {
+	in := &Input{Pods: pods(10, "inflate", "1", "1Gi"), NodePools: []*NodePool{pool(makeNodePool("default"), aws(t))}}
 	plan := solve(t, in)
 	if len(plan.Unschedulable) != 0 {
 		t.Fatalf("unschedulable: %v", plan.Unschedulable)
 	}
-	t.Logf("%d nodes, cost %.4f", len(plan.NewNodes), plan.Cost())
 	for _, n := range plan.NewNodes {
-		t.Logf("%s %s %s/%s $%.4f pods=%d options=%d", n.Name, n.InstanceType.Name, n.Offering.Zone, n.Offering.CapacityType, n.Offering.Price, len(n.Pods), len(n.InstanceTypes))
+		t.Logf("%s: %s %s/%s $%.4f, %d pods", n.Name, n.InstanceType.Name, n.Offering.Zone, n.Offering.CapacityType, n.Offering.Price, len(n.Pods))
 	}
-	_ = strings.Join
-	_ = corev1.ResourceCPU
-	_ = v1.LabelZone
+	placed := 0
+	for _, n := range plan.NewNodes {
+		placed += len(n.Pods)
+		if n.Offering.CapacityType != v1.CapacityTypeSpot {
+			t.Errorf("node %s is %s; spot is allowed and cheaper", n.Name, n.Offering.CapacityType)
+		}
+		if len(n.InstanceTypes) > 60 {
+			t.Errorf("node %s keeps %d options, want at most 60", n.Name, len(n.InstanceTypes))
+		}
+	}
+	if placed != 10 {
+		t.Errorf("%d pods on new nodes, want 10", placed)
+	}
+}
+
+// For identical pods the cheapest plan is a coin-change problem over instance types
+// (each holds some number of pods at some price), solved exactly by dynamic
+// programming. The solver's plan must come within 5% of it.
+func TestIdenticalPodsNearOptimal(t *testing.T) {
+	types := aws(t)
+	for _, tc := range []struct {
+		n           int
+		cpu, memory string
+	}{
+		{10, "1", "1Gi"}, {7, "500m", "4Gi"}, {25, "2", "1Gi"}, {40, "250m", "512Mi"}, {3, "8", "30Gi"},
+	} {
+		name := fmt.Sprintf("%dx%s-%s", tc.n, tc.cpu, tc.memory)
+		t.Run(name, func(t *testing.T) {
+			in := &Input{Pods: pods(tc.n, "p", tc.cpu, tc.memory), NodePools: []*NodePool{pool(makeNodePool("default"), types)}}
+			plan := solve(t, in)
+			best := optimalIdentical(t, types, in.Pods[0], tc.n)
+			if plan.Cost() > best*1.05+1e-9 {
+				t.Errorf("plan costs %.4f/h with %d nodes; the optimum is %.4f/h", plan.Cost(), len(plan.NewNodes), best)
+			}
+		})
+	}
+}
+
+func optimalIdentical(t *testing.T, types []*InstanceType, pod *corev1.Pod, n int) float64 {
+	req := PodRequests(pod)
+	cost := make([]float64, n+1)
+	for k := 1; k <= n; k++ {
+		cost[k] = math.Inf(1)
+	}
+	for _, it := range types {
+		alloc := it.Allocatable()
+		per := n
+		for name, q := range req {
+			have := alloc[name]
+			per = min(per, int(have.MilliValue()/max(q.MilliValue(), 1)))
+		}
+		if per == 0 {
+			continue
+		}
+		o, _ := it.CheapestOffering(nil)
+		for k := 1; k <= n; k++ {
+			cost[k] = min(cost[k], cost[max(k-per, 0)]+o.Price)
+		}
+	}
+	return cost[n]
+}
+
+func TestExistingRoomFirstThenLaunchingThenNew(t *testing.T) {
+	existing := existingNode("existing", "2", "4Gi", nil, makePod("already", "1", "1Gi"))
+	launching := existingNode("launching", "4", "8Gi", nil)
+	launching.Launching = true
+	in := &Input{
+		Pods:      pods(6, "web", "1", "1Gi"),
+		Nodes:     []*Node{launching, existing},
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(20))},
+	}
+	plan := solve(t, in)
+	count := map[string]int{}
+	for _, b := range plan.Bindings {
+		count[b.Node]++
+	}
+	if count["existing"] != 1 || count["launching"] != 4 {
+		t.Errorf("bindings %v, want 1 on existing (its free room) and 4 on launching", count)
+	}
+	if len(plan.NewNodes) != 1 || len(plan.NewNodes[0].Pods) != 1 {
+		t.Errorf("want one new node for the remaining pod, got %d", len(plan.NewNodes))
+	}
+}
+
+func TestNodePoolWeightOrder(t *testing.T) {
+	in := &Input{Pods: pods(3, "web", "1", "1Gi"), NodePools: []*NodePool{
+		pool(makeNodePool("a-low"), schedtest.SyntheticTypes(10)),
+		pool(makeNodePool("z-high", weight(50)), schedtest.SyntheticTypes(10)),
+	}}
+	plan := solve(t, in)
+	for _, n := range plan.NewNodes {
+		if n.NodePool != "z-high" {
+			t.Errorf("node from %s, want the heavier NodePool z-high", n.NodePool)
+		}
+	}
+}
+
+func TestTaintedGPUPool(t *testing.T) {
+	types := aws(t)
+	gpu := makeNodePool("gpu", weight(10), taint("nvidia.com/gpu", "true", corev1.TaintEffectNoSchedule),
+		requirement("karpenter.k8s.aws/instance-gpu-count", v1.NodeSelectorOpGt, "0"))
+	in := &Input{
+		Pods: []*corev1.Pod{
+			makePod("trainer", "4", "16Gi", withRequest("nvidia.com/gpu", "1"), withToleration("nvidia.com/gpu", "true", corev1.TaintEffectNoSchedule)),
+			makePod("web", "1", "1Gi"),
+			makePod("gpu-without-toleration", "1", "1Gi", withRequest("nvidia.com/gpu", "1")),
+		},
+		NodePools: []*NodePool{pool(makeNodePool("default", requirement("karpenter.k8s.aws/instance-category", v1.NodeSelectorOpIn, "c", "m", "r")), types), pool(gpu, types)},
+	}
+	plan := solve(t, in)
+	where := map[string]string{}
+	for _, n := range plan.NewNodes {
+		for _, p := range n.Pods {
+			where[p.Name] = n.NodePool + "/" + n.InstanceType.Name
+		}
+	}
+	if !strings.HasPrefix(where["trainer"], "gpu/") {
+		t.Errorf("trainer on %q, want the gpu NodePool", where["trainer"])
+	}
+	if !strings.HasPrefix(where["web"], "default/") {
+		t.Errorf("web on %q: it does not tolerate the gpu taint", where["web"])
+	}
+	if len(plan.Unschedulable) != 1 || plan.Unschedulable[0].Pod.Name != "gpu-without-toleration" {
+		t.Fatalf("unschedulable %v, want gpu-without-toleration", plan.Unschedulable)
+	}
+	reason := plan.Unschedulable[0].Reason
+	for _, want := range []string{"NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated", "NodePool default: no instance type offers 1 nvidia.com/gpu"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("reason %q does not say %q", reason, want)
+		}
+	}
+}
+
+func TestArchitectureSelection(t *testing.T) {
+	in := &Input{Pods: pods(4, "arm", "1", "2Gi", withNodeSelector(v1.LabelArch, "arm64")),
+		NodePools: []*NodePool{pool(makeNodePool("default"), aws(t))}}
+	plan := solve(t, in)
+	for _, n := range plan.NewNodes {
+		for _, it := range n.InstanceTypes {
+			if r, _ := it.Requirements.Get(v1.LabelArch); !r.Has("arm64") {
+				t.Errorf("option %s is not arm64", it.Name)
+			}
+		}
+	}
+}
+
+func TestUnknownLabelIsUnschedulable(t *testing.T) {
+	in := &Input{Pods: []*corev1.Pod{makePod("p", "1", "1Gi", withNodeSelector("example.com/team", "payments"))},
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(5))}}
+	plan := solve(t, in)
+	if len(plan.Unschedulable) != 1 || !strings.Contains(plan.Unschedulable[0].Reason, "example.com/team In [payments], a label no instance type or template defines") {
+		t.Fatalf("got %v", plan.Unschedulable)
+	}
+	// A template label provides it.
+	in.NodePools = []*NodePool{pool(makeNodePool("default", templateLabel("example.com/team", "payments")), schedtest.SyntheticTypes(5))}
+	plan = solve(t, in)
+	if len(plan.Unschedulable) != 0 {
+		t.Fatalf("template label should satisfy the selector: %v", plan.Unschedulable)
+	}
+}
+
+func TestTooBigForAnyType(t *testing.T) {
+	in := &Input{Pods: []*corev1.Pod{makePod("huge", "200", "1Gi")},
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(10))}}
+	plan := solve(t, in)
+	if len(plan.Unschedulable) != 1 || !strings.Contains(plan.Unschedulable[0].Reason, "NodePool default: no instance type offers 200 cpu") {
+		t.Fatalf("got %v", plan.Unschedulable)
+	}
+}
+
+func TestLimitsStopGrowth(t *testing.T) {
+	in := &Input{Pods: pods(20, "web", "1", "1Gi"),
+		NodePools: []*NodePool{pool(makeNodePool("default", limit(corev1.ResourceCPU, "8")), schedtest.SyntheticTypes(4))}}
+	plan := solve(t, in)
+	if len(plan.Unschedulable) == 0 {
+		t.Fatal("a cpu limit of 8 cannot hold 20 pods of 1 cpu")
+	}
+	if !strings.Contains(plan.Unschedulable[0].Reason, "limit cpu=8 reached") {
+		t.Errorf("reason %q does not name the limit", plan.Unschedulable[0].Reason)
+	}
+	// Existing nodes of the pool count against the limit too.
+	full := existingNode("old", "8", "16Gi", map[string]string{v1.NodePoolLabelKey: "default"})
+	in.Nodes = []*Node{full}
+	in.Pods = pods(20, "more", "1", "1Gi")
+	plan = solve(t, in)
+	if len(plan.NewNodes) != 0 {
+		t.Errorf("%d new nodes despite the pool's limit being used up by an existing node", len(plan.NewNodes))
+	}
+}
+
+func TestNodesLimit(t *testing.T) {
+	in := &Input{Pods: pods(5, "solo", "1", "1Gi", withLabels("app", "solo"), withPodAntiAffinity(v1.LabelHostname, map[string]string{"app": "solo"})),
+		NodePools: []*NodePool{pool(makeNodePool("default", limit("nodes", "3")), schedtest.SyntheticTypes(4))}}
+	plan := solve(t, in)
+	if len(plan.NewNodes) != 3 || len(plan.Unschedulable) != 2 {
+		t.Errorf("%d new nodes and %d unschedulable, want 3 and 2 under a 3-node limit", len(plan.NewNodes), len(plan.Unschedulable))
+	}
+}
+
+func TestZonalSpread(t *testing.T) {
+	sel := map[string]string{"app": "web"}
+	in := &Input{Pods: pods(9, "web", "1", "1Gi", withLabels("app", "web"), withSpread(v1.LabelZone, 1, corev1.DoNotSchedule, sel)),
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(20))}}
+	plan := solve(t, in)
+	perZone := map[string]int{}
+	for _, n := range plan.NewNodes {
+		perZone[n.Offering.Zone] += len(n.Pods)
+	}
+	if len(perZone) != 3 || perZone["zone-a"] != 3 || perZone["zone-b"] != 3 {
+		t.Errorf("pods per zone %v, want 3 in each of 3 zones", perZone)
+	}
+}
+
+func TestSpreadCountsExistingPods(t *testing.T) {
+	sel := map[string]string{"app": "web"}
+	existing := existingNode("in-a", "4", "8Gi", map[string]string{v1.LabelZone: "zone-a"},
+		makePod("old-1", "100m", "100Mi", withLabels("app", "web")), makePod("old-2", "100m", "100Mi", withLabels("app", "web")))
+	in := &Input{Pods: pods(4, "web", "1", "1Gi", withLabels("app", "web"), withSpread(v1.LabelZone, 1, corev1.DoNotSchedule, sel)),
+		Nodes:     []*Node{existing},
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(20))}}
+	plan := solve(t, in)
+	perZone := map[string]int{"zone-a": 2}
+	for _, b := range plan.Bindings {
+		perZone["zone-a"]++
+		_ = b
+	}
+	for _, n := range plan.NewNodes {
+		perZone[n.Offering.Zone] += len(n.Pods)
+	}
+	if perZone["zone-a"] != 2 || perZone["zone-b"] != 2 || perZone["zone-c"] != 2 {
+		t.Errorf("pods per zone %v, want 2 each (2 already in zone-a)", perZone)
+	}
+}
+
+func TestHostnameAntiAffinity(t *testing.T) {
+	sel := map[string]string{"app": "db"}
+	in := &Input{Pods: pods(4, "db", "500m", "1Gi", withLabels("app", "db"), withPodAntiAffinity(v1.LabelHostname, sel)),
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(20))}}
+	plan := solve(t, in)
+	if len(plan.NewNodes) != 4 {
+		t.Errorf("%d nodes, want one per pod", len(plan.NewNodes))
+	}
+}
+
+func TestZonalAffinity(t *testing.T) {
+	sel := map[string]string{"app": "cache"}
+	in := &Input{Pods: pods(6, "cache", "2", "4Gi", withLabels("app", "cache"), withPodAffinity(v1.LabelZone, sel)),
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(3))}}
+	plan := solve(t, in)
+	zones := map[string]bool{}
+	for _, n := range plan.NewNodes {
+		zones[n.Offering.Zone] = true
+	}
+	if len(zones) != 1 || len(plan.NewNodes) < 2 {
+		t.Errorf("%d nodes in zones %v, want several nodes all in one zone", len(plan.NewNodes), zones)
+	}
+}
+
+func TestHostPorts(t *testing.T) {
+	in := &Input{Pods: pods(3, "agent", "100m", "100Mi", withHostPort(9100)),
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))}}
+	plan := solve(t, in)
+	if len(plan.NewNodes) != 3 {
+		t.Errorf("%d nodes, want 3: the pods share a host port", len(plan.NewNodes))
+	}
+}
+
+func TestMinValues(t *testing.T) {
+	types := aws(t)
+	families := []string{"m5", "m6i", "m7i", "c5", "c6i", "c7i", "r5", "r6i"}
+	in := &Input{Pods: pods(3, "web", "1", "2Gi"),
+		NodePools: []*NodePool{pool(makeNodePool("default", minValues("karpenter.k8s.aws/instance-family", 5, families...)), types)}}
+	plan := solve(t, in)
+	for _, n := range plan.NewNodes {
+		seen := map[string]bool{}
+		for _, it := range n.InstanceTypes {
+			r, _ := it.Requirements.Get("karpenter.k8s.aws/instance-family")
+			seen[r.Values()[0]] = true
+		}
+		if len(seen) < 5 {
+			t.Errorf("node %s keeps %d families, want at least 5", n.Name, len(seen))
+		}
+	}
+}
+
+func TestDaemonSetsTakeRoom(t *testing.T) {
+	ds := makePod("agent", "1", "1Gi")
+	in := &Input{Pods: pods(1, "web", "1", "1Gi"), DaemonSets: []*corev1.Pod{ds},
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))}}
+	plan := solve(t, in)
+	// fake-it-0 (1 cpu) cannot hold web and the agent; fake-it-1 (2 cpu) cannot
+	// either after its 100m overhead; fake-it-2 can.
+	if got := plan.NewNodes[0].InstanceType.Name; got != "fake-it-2" {
+		t.Errorf("instance type %s, want fake-it-2 (room for the DaemonSet pod too)", got)
+	}
+	// A DaemonSet that does not tolerate the pool's taint takes no room there.
+	in.NodePools = []*NodePool{pool(makeNodePool("default", taint("dedicated", "x", corev1.TaintEffectNoSchedule)), schedtest.SyntheticTypes(4))}
+	in.Pods = pods(1, "web", "1", "1Gi", withToleration("dedicated", "x", corev1.TaintEffectNoSchedule))
+	plan = solve(t, in)
+	if got := plan.NewNodes[0].InstanceType.Name; got != "fake-it-1" {
+		t.Errorf("instance type %s, want fake-it-1 (the DaemonSet does not land there)", got)
+	}
+}
+
+func TestPreferredNodeAffinityRelaxed(t *testing.T) {
+	types := schedtest.SyntheticTypes(4)
+	prefer := func(zone string) podOption {
+		return withPreferredNodeAffinity(10, corev1.NodeSelectorRequirement{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}})
+	}
+	in := &Input{Pods: []*corev1.Pod{makePod("p", "1", "1Gi", prefer("zone-b"))}, NodePools: []*NodePool{pool(makeNodePool("default"), types)}}
+	plan := solve(t, in)
+	if z := plan.NewNodes[0].Offering.Zone; z != "zone-b" {
+		t.Errorf("zone %s, want the preferred zone-b", z)
+	}
+	in.Pods = []*corev1.Pod{makePod("p", "1", "1Gi", prefer("zone-x"))}
+	plan = solve(t, in)
+	if len(plan.Unschedulable) != 0 {
+		t.Errorf("an unmeetable preference must be relaxed, got %v", plan.Unschedulable)
+	}
+}
+
+func TestRequiredNodeAffinityTermsAreORed(t *testing.T) {
+	in := &Input{Pods: []*corev1.Pod{makePod("p", "1", "1Gi", withNodeAffinity(
+		[]corev1.NodeSelectorRequirement{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"s390x"}}},
+		[]corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-c"}}},
+	))}, NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))}}
+	plan := solve(t, in)
+	if len(plan.NewNodes) != 1 || plan.NewNodes[0].Offering.Zone != "zone-c" {
+		t.Errorf("want one node in zone-c from the second term, got %+v", plan.NewNodes)
+	}
+}
+
+func TestZonalVolume(t *testing.T) {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b"}}}}}}}}}
+	wait := storagev1.VolumeBindingWaitForFirstConsumer
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "zonal"}, VolumeBindingMode: &wait,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: v1.LabelZone, Values: []string{"zone-c"}}}}}}
+	scName := "zonal"
+	claims := []*corev1.PersistentVolumeClaim{
+		{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "waiting", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &scName}},
+	}
+	withClaim := func(name string) podOption {
+		return func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
+		}
+	}
+	in := &Input{
+		Pods:                   []*corev1.Pod{makePod("a", "1", "1Gi", withClaim("bound")), makePod("b", "1", "1Gi", withClaim("waiting")), makePod("c", "1", "1Gi", withClaim("missing"))},
+		PersistentVolumes:      []*corev1.PersistentVolume{pv},
+		PersistentVolumeClaims: claims, StorageClasses: []*storagev1.StorageClass{sc},
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))},
+	}
+	plan := solve(t, in)
+	zoneOf := map[string]string{}
+	for _, n := range plan.NewNodes {
+		for _, p := range n.Pods {
+			zoneOf[p.Name] = n.Offering.Zone
+		}
+	}
+	if zoneOf["a"] != "zone-b" || zoneOf["b"] != "zone-c" {
+		t.Errorf("zones %v, want a in zone-b (its volume) and b in zone-c (its storage class)", zoneOf)
+	}
+	if len(plan.Unschedulable) != 1 || !strings.Contains(plan.Unschedulable[0].Reason, `persistentvolumeclaim "missing" not found`) {
+		t.Errorf("unschedulable %v", plan.Unschedulable)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	in := &Input{Pods: schedtest.DiversePods(500, 7), NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(50))}}
+	first := solve(t, in)
+	for range 3 {
+		again := solve(t, in)
+		if len(again.NewNodes) != len(first.NewNodes) || again.Cost() != first.Cost() {
+			t.Fatalf("solve is not deterministic: %d nodes $%.4f, then %d nodes $%.4f", len(first.NewNodes), first.Cost(), len(again.NewNodes), again.Cost())
+		}
+		for i := range first.NewNodes {
+			if first.NewNodes[i].InstanceType != again.NewNodes[i].InstanceType || len(first.NewNodes[i].Pods) != len(again.NewNodes[i].Pods) {
+				t.Fatalf("node %d differs between runs", i)
+			}
+		}
+	}
+}
+
+func TestDiverseMixIsValid(t *testing.T) {
+	in := &Input{Pods: schedtest.DiversePods(1000, 3), NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(400))}}
+	plan := solve(t, in)
+	if len(plan.Unschedulable) != 0 {
+		t.Errorf("%d unschedulable, e.g. %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
+	}
 }

@@ -1,12 +1,15 @@
 // Command tailor is the Tailor node autoscaler. Subcommands:
 //
+//	tailor simulate   plan nodes for manifests, offline
 //	tailor version    print the version
 //
-// `controller`, `simulate` and `sandbox` arrive with the scheduling engine and the
-// controllers (see README.md).
+// `controller` and `sandbox` arrive with the controllers (see README.md).
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +30,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "simulate":
+		opts, err := parseSimulate(args[1:], stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if err := runSimulate(context.Background(), opts, stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "tailor simulate:", err)
+			return 1
+		}
+		return 0
 	case "version", "--version":
 		fmt.Fprintln(stdout, "tailor", Version())
 		return 0
@@ -44,6 +61,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage: tailor <command>
 
 commands:
+  simulate  plan nodes for pods, NodePools and nodes read from manifests
   version   print the version`)
 }
 

@@ -57,11 +57,14 @@ type variant struct {
 	anti      []*group
 	softTaint bool // PreferNoSchedule taints must be tolerated too
 	pools     map[*poolState]*poolFit
+	fresh     *float64 // see freshPrice
 }
 
-// poolFit caches whether a variant can go to a pool at all.
+// poolFit caches whether a variant can go to a pool at all, and the price of the
+// cheapest type there that holds one of its pods.
 type poolFit struct {
 	reason string
+	price  float64
 }
 
 type hostPort struct {

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,15 +92,18 @@ func (x *ResourceIndex) List(r Resources) corev1.ResourceList {
 	return list
 }
 
-// Quantity renders one amount of the resource at position i: "1500m", "3Gi".
+// Quantity renders one amount of the resource at position i: "1500m" or "4" cpu,
+// "3Gi" memory, "110" pods.
 func (x *ResourceIndex) Quantity(i int, v int64) string {
-	var r Resources
-	r[i] = v
-	if v == 0 {
-		return "0"
+	switch {
+	case i == ResourceCPU && v%1000 == 0:
+		return strconv.FormatInt(v/1000, 10)
+	case i == ResourceCPU:
+		return strconv.FormatInt(v, 10) + "m"
+	case i == ResourceMemory || i == ResourceEphemeralStorage:
+		return resource.NewQuantity(v, resource.BinarySI).String()
 	}
-	q := x.List(r)[x.names[i]]
-	return q.String()
+	return strconv.FormatInt(v, 10)
 }
 
 // Format renders a vector for people: "cpu=1500m memory=3Gi pods=3".

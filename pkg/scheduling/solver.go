@@ -756,12 +756,8 @@ func (s *solver) explain(p *podInfo) string {
 // With explain set it returns every pool's reason when none can.
 func (s *solver) openNode(p *podInfo, v *variant, explain bool) (*simNode, string) {
 	var reasons []string
-	for _, ps := range s.pools {
-		fit, ok := v.pools[ps]
-		if !ok {
-			fit = &poolFit{reason: s.poolReason(v, ps)}
-			v.pools[ps] = fit
-		}
+	for _, ps := range s.poolOrder(v) {
+		fit := s.poolFit(v, ps)
 		if fit.reason != "" {
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", ps.name, fit.reason))
 			continue
@@ -809,6 +805,66 @@ func maxAlloc(types []*typeInfo, n int) Resources {
 	return out
 }
 
+// poolFit says, once per variant and pool, whether the pool can take the pods at
+// all, and what the cheapest type that holds one costs there.
+func (s *solver) poolFit(v *variant, ps *poolState) *poolFit {
+	if fit, ok := v.pools[ps]; ok {
+		return fit
+	}
+	fit := &poolFit{reason: s.poolReason(v, ps), price: math.Inf(1)}
+	if fit.reason == "" {
+		for _, t := range ps.types { // cheapest first
+			if Fits(&Resources{}, &v.class.req, &t.alloc, s.n) >= 0 {
+				continue
+			}
+			for _, term := range v.terms {
+				if _, ok := ps.reqs.Narrow(term).Intersects(t.reqs); ok {
+					fit.price = t.price
+					break
+				}
+			}
+			if !math.IsInf(fit.price, 1) {
+				break
+			}
+		}
+	}
+	v.pools[ps] = fit
+	return fit
+}
+
+// freshPrice is what the cheapest new node for a pod of the variant costs in the
+// pool it would open one in (infinite when none can).
+func (s *solver) freshPrice(v *variant) float64 {
+	if v.fresh != nil {
+		return *v.fresh
+	}
+	price := math.Inf(1)
+	for _, ps := range s.poolOrder(v) {
+		if fit := s.poolFit(v, ps); fit.reason == "" {
+			price = fit.price
+			break
+		}
+	}
+	v.fresh = &price
+	return price
+}
+
+// poolOrder is the order pools are tried for a new node: by weight, and among
+// equal weights the one where the pod is cheapest to host first (then by name).
+func (s *solver) poolOrder(v *variant) []*poolState {
+	if len(s.pools) < 2 {
+		return s.pools
+	}
+	order := slices.Clone(s.pools)
+	slices.SortStableFunc(order, func(a, b *poolState) int {
+		if a.weight != b.weight {
+			return cmp.Compare(b.weight, a.weight)
+		}
+		return cmp.Compare(s.poolFit(v, a).price, s.poolFit(v, b).price)
+	})
+	return order
+}
+
 // poolReason says why no node of the pool can take pods of the variant, or "".
 func (s *solver) poolReason(v *variant, ps *poolState) string {
 	effects := []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute}
@@ -840,6 +896,15 @@ func (s *solver) poolReason(v *variant, ps *poolState) string {
 func (ps *poolState) withinLimits(t *typeInfo) bool {
 	for _, r := range ps.limited {
 		if ps.used[r]+t.capacity[r] > ps.limits[r] {
+			return false
+		}
+	}
+	return true
+}
+
+func (ps *poolState) fitsLimits(used *Resources) bool {
+	for _, r := range ps.limited {
+		if used[r] > ps.limits[r] {
 			return false
 		}
 	}
@@ -878,13 +943,7 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 		if t := Untolerated(c.tolerations, n.taints, effects...); t != nil {
 			return false, "taint " + taintString(t) + " not tolerated"
 		}
-	} else if fit := v.pools[n.pool]; fit == nil {
-		fit = &poolFit{reason: s.poolReason(v, n.pool)}
-		v.pools[n.pool] = fit
-		if fit.reason != "" {
-			return false, fit.reason
-		}
-	} else if fit.reason != "" {
+	} else if fit := s.poolFit(v, n.pool); fit.reason != "" {
 		return false, fit.reason
 	}
 	if r := Fits(&n.used, &c.req, &n.alloc, s.n); r >= 0 {
@@ -920,7 +979,7 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 		return false, reason
 	}
 	if n.kind == plannedNode {
-		if ok, reason := s.narrowOptions(n, reqs, &c.req, explain); !ok {
+		if ok, reason := s.narrowOptions(n, v, reqs, &c.req, explain); !ok {
 			return false, reason
 		}
 		n.reqs = reqs
@@ -953,11 +1012,26 @@ func (s *solver) resourceReason(n *simNode, c *podClass, r int) string {
 // narrowOptions keeps the planned node's instance types that match reqs, have an
 // available offering there, and hold the node's pods plus req; it fails, changing
 // nothing, when none would remain or a minValues requirement would be broken.
-func (s *solver) narrowOptions(n *simNode, reqs Requirements, req *Resources, explain bool) (bool, string) {
+func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *Resources, explain bool) (bool, string) {
 	changed := changedRequirements(n.reqs, reqs)
 	offerings := false // the zone or capacity type narrowed: offerings must be checked again
 	for _, r := range changed {
 		offerings = offerings || r.Key == v1.LabelZone || r.Key == v1.CapacityTypeLabelKey
+	}
+	// Growing the node must cost no more than a fresh node for the pod would: a pod
+	// does not drag a node into a pricier type when it is cheaper on its own. The
+	// check comes first, on the cheapest option that would remain, because most
+	// refusals are this one.
+	if len(n.pods) > 0 && v != nil {
+		for _, t := range n.options {
+			if Fits(&n.used, req, &t.alloc, s.n) >= 0 || !admitsChanged(t.reqs, changed) {
+				continue
+			}
+			if grow := t.price - n.options[0].price; grow > 1e-12 && grow > s.freshPrice(v) {
+				return false, "a fresh node would cost less than growing this one"
+			}
+			break
+		}
 	}
 	kept := s.scratch[:0]
 	for _, t := range n.options {
@@ -981,6 +1055,7 @@ func (s *solver) narrowOptions(n *simNode, reqs Requirements, req *Resources, ex
 		}
 		return false, s.optionsReason(n, reqs, req)
 	}
+
 	for i := range reqs {
 		if reqs[i].MinValues > 0 {
 			if got := distinctValues(kept, reqs[i].Key); got < reqs[i].MinValues {
@@ -989,17 +1064,30 @@ func (s *solver) narrowOptions(n *simNode, reqs Requirements, req *Resources, ex
 		}
 	}
 	old := n.reserved
+	if after := n.pool.used.Sub(old, s.n).Add(s.reservation(kept), s.n); !n.pool.fitsLimits(&after) {
+		if !explain {
+			return false, ""
+		}
+		return false, n.pool.limitReason(s.idx)
+	}
 	n.options = append(n.options[:0], kept...)
 	n.alloc = maxAlloc(n.options, s.n)
 	if n.anchor != (Resources{}) {
 		n.alloc = n.anchor
 	}
-	n.reserved = Resources{}
-	for _, t := range n.options {
-		n.reserved = n.reserved.Max(t.capacity, s.n)
-	}
+	n.reserved = s.reservation(n.options)
 	n.pool.used = n.pool.used.Sub(old, s.n).Add(n.reserved, s.n)
 	return true, ""
+}
+
+// reservation is what a node counts against its pool's limits: the capacity of its
+// cheapest option, the one the plan prices. finish keeps only options no larger in
+// any limited resource, so no choice the cloud makes among them breaks a limit.
+func (s *solver) reservation(options []*typeInfo) Resources {
+	if len(options) == 0 {
+		return Resources{}
+	}
+	return options[0].capacity
 }
 
 // changedRequirements lists the requirements of next that differ from prev; Narrow
@@ -1214,20 +1302,58 @@ func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, 
 	return true, ""
 }
 
-// refine revisits each new node whose pods are free of topology constraints and
-// host ports, and splits it when several smaller nodes would cost less than the one:
-// for each cheaper instance type, the node's pods are packed first-fit decreasing
-// into nodes of that type, the last one shrunk to the cheapest type that holds its
-// share. The greedy pass sizes nodes for the whole workload; this fixes the nodes
-// where that sizing overshoots.
+// refine revisits the new nodes whose pods are free of topology constraints and
+// host ports, and repacks them when other nodes would cost less: each such node on
+// its own (one big node may cost more than several small ones), and small groups
+// of nodes with the same pool and requirements together (several nodes may cost
+// more than one that holds them all). A repack tries each cheaper instance type:
+// the pods are packed first-fit decreasing into nodes of that type, the last one
+// shrunk to the cheapest type that holds its share. The greedy pass sizes nodes for
+// the whole workload; this fixes the nodes where that sizing misses.
 func (s *solver) refine() {
+	const smallGroup = 64 // pods; larger groups are already packed by the anchor
+	groups := map[string][]*simNode{}
+	var keys []string
+	for _, n := range s.nodes {
+		if n.kind == plannedNode && s.splittable(n) {
+			k := s.requirementsKey(n)
+			if _, ok := groups[k]; !ok {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], n)
+		}
+	}
+	replaced := map[*simNode][]*simNode{}
+	for _, k := range keys {
+		group := groups[k]
+		pods := 0
+		for _, n := range group {
+			pods += len(n.pods)
+		}
+		if len(group) > 1 && pods <= smallGroup {
+			if pieces := s.repack(group); pieces != nil {
+				replaced[group[0]] = pieces
+				for _, n := range group[1:] {
+					replaced[n] = []*simNode{}
+				}
+				continue
+			}
+		}
+		for _, n := range group {
+			if len(n.pods) > 1 {
+				if pieces := s.repack([]*simNode{n}); pieces != nil {
+					replaced[n] = pieces
+				}
+			}
+		}
+	}
 	var nodes []*simNode
 	for _, n := range s.nodes {
-		if n.kind != plannedNode || !s.splittable(n) {
+		if pieces, ok := replaced[n]; ok {
+			nodes = append(nodes, pieces...)
+		} else {
 			nodes = append(nodes, n)
-			continue
 		}
-		nodes = append(nodes, s.split(n)...)
 	}
 	s.nodes = nodes
 }
@@ -1239,24 +1365,33 @@ func (s *solver) splittable(n *simNode) bool {
 			return false
 		}
 	}
-	return len(n.pods) > 1
+	return len(n.pods) > 0
 }
 
-// split returns n, or the cheaper nodes that replace it.
-func (s *solver) split(n *simNode) []*simNode {
-	reqs := n.reqs
-	current, ok := n.options[0].it.CheapestOffering(reqs)
-	if !ok {
-		return []*simNode{n}
+// repack returns cheaper nodes holding the pods of group (nodes of one pool with the
+// same requirements), or nil when none are cheaper.
+func (s *solver) repack(group []*simNode) []*simNode {
+	first := group[0]
+	candidates, prices := s.splitCandidates(first)
+	current := 0.0
+	var used, reservedBefore Resources
+	var members []*podInfo
+	for _, n := range group {
+		o, ok := n.options[0].it.CheapestOffering(n.reqs)
+		if !ok {
+			return nil
+		}
+		current += o.Price
+		used = used.Add(n.used, s.n)
+		reservedBefore = reservedBefore.Add(n.reserved, s.n)
+		members = append(members, n.pods...)
 	}
-	members := slices.Clone(n.pods)
 	slices.SortStableFunc(members, func(a, b *podInfo) int {
 		if c := cmp.Compare(b.class.req[ResourceCPU], a.class.req[ResourceCPU]); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.class.req[ResourceMemory], a.class.req[ResourceMemory])
 	})
-	candidates, prices := s.splitCandidates(n)
 	// Nodes of type t cannot hold the pods for less than the fluid bound:
 	// price × the fraction of t's allocatable the pods take in their tightest
 	// resource. Trying types in that order, the search stops at the first bound
@@ -1267,32 +1402,32 @@ func (s *solver) split(n *simNode) []*simNode {
 	}
 	var trials []trial
 	for _, t := range candidates {
-		if prices[t] >= current.Price {
+		if prices[t] >= current {
 			break
 		}
 		frac := 0.0
 		for r := range s.n {
-			if n.used[r] > 0 {
+			if used[r] > 0 {
 				if t.alloc[r] <= 0 {
 					frac = math.Inf(1)
 					break
 				}
-				frac = max(frac, float64(n.used[r])/float64(t.alloc[r]))
+				frac = max(frac, float64(used[r])/float64(t.alloc[r]))
 			}
 		}
-		if b := prices[t] * frac; b < current.Price {
+		if b := prices[t] * frac; b < current {
 			trials = append(trials, trial{t, b})
 		}
 	}
 	slices.SortStableFunc(trials, func(a, b trial) int { return cmp.Compare(a.bound, b.bound) })
-	bestCost := current.Price
+	bestCost := current
 	var bestBins [][]*podInfo
 	for _, tr := range trials {
 		t := tr.t
 		if tr.bound >= bestCost {
 			break
 		}
-		bins, used := packInto(members, &t.alloc, s.n)
+		bins, binUsed := packInto(members, &t.alloc, s.n)
 		if bins == nil {
 			continue
 		}
@@ -1300,7 +1435,7 @@ func (s *solver) split(n *simNode) []*simNode {
 		if cost >= bestCost {
 			continue
 		}
-		last := used[len(used)-1]
+		last := binUsed[len(binUsed)-1]
 		lastPrice := math.Inf(1)
 		for _, u := range candidates {
 			if Fits(&Resources{}, &last, &u.alloc, s.n) < 0 {
@@ -1313,47 +1448,39 @@ func (s *solver) split(n *simNode) []*simNode {
 		}
 	}
 	if bestBins == nil {
-		return []*simNode{n}
+		return nil
 	}
 	pieces := make([]*simNode, 0, len(bestBins))
-	reserved := Resources{}
+	var reserved Resources
 	for _, bin := range bestBins {
-		piece := &simNode{name: n.name, kind: plannedNode, pool: n.pool, reqs: n.reqs, taints: n.taints, pods: bin}
+		piece := &simNode{name: first.name, kind: plannedNode, pool: first.pool, reqs: first.reqs, taints: first.taints, pods: bin}
 		for _, p := range bin {
 			piece.used = piece.used.Add(p.class.req, s.n)
-			s.placed[p.pod] = piece
 		}
 		for _, t := range candidates {
 			if Fits(&Resources{}, &piece.used, &t.alloc, s.n) < 0 {
 				piece.options = append(piece.options, t)
-				piece.reserved = piece.reserved.Max(t.capacity, s.n)
 			}
 		}
+		piece.reserved = s.reservation(piece.options)
 		reserved = reserved.Add(piece.reserved, s.n)
 		pieces = append(pieces, piece)
 	}
-	after := n.pool.used.Sub(n.reserved, s.n).Add(reserved, s.n)
-	for _, r := range n.pool.limited {
-		if after[r] > n.pool.limits[r] {
-			for _, p := range n.pods {
-				s.placed[p.pod] = n
-			}
-			return []*simNode{n}
-		}
+	after := first.pool.used.Sub(reservedBefore, s.n).Add(reserved, s.n)
+	if !first.pool.fitsLimits(&after) {
+		return nil
 	}
-	n.pool.used = after
-	for i, piece := range pieces {
-		if i > 0 {
-			s.planned++
-			piece.name = fmt.Sprintf("planned-%d", s.planned)
+	first.pool.used = after
+	for _, piece := range pieces {
+		for _, p := range piece.pods {
+			s.placed[p.pod] = piece
 		}
 	}
 	return pieces
 }
 
-// splitCandidates lists the pool's types the node's requirements allow, with an
-// offering there, cheapest first; nodes with the same requirements share the list.
-func (s *solver) splitCandidates(n *simNode) ([]*typeInfo, map[*typeInfo]float64) {
+// requirementsKey identifies a node's pool and requirements, less its hostname.
+func (s *solver) requirementsKey(n *simNode) string {
 	var key strings.Builder
 	key.WriteString(n.pool.name)
 	for i := range n.reqs {
@@ -1361,7 +1488,14 @@ func (s *solver) splitCandidates(n *simNode) ([]*typeInfo, map[*typeInfo]float64
 			key.WriteString("|" + n.reqs[i].String())
 		}
 	}
-	if c, ok := s.candidates[key.String()]; ok {
+	return key.String()
+}
+
+// splitCandidates lists the pool's types the node's requirements allow, with an
+// offering there, cheapest first; nodes with the same requirements share the list.
+func (s *solver) splitCandidates(n *simNode) ([]*typeInfo, map[*typeInfo]float64) {
+	key := s.requirementsKey(n)
+	if c, ok := s.candidates[key]; ok {
 		return c.types, c.prices
 	}
 	c := candidateList{prices: map[*typeInfo]float64{}}
@@ -1380,7 +1514,7 @@ func (s *solver) splitCandidates(n *simNode) ([]*typeInfo, map[*typeInfo]float64
 	if s.candidates == nil {
 		s.candidates = map[string]candidateList{}
 	}
-	s.candidates[key.String()] = c
+	s.candidates[key] = c
 	return c.types, c.prices
 }
 
@@ -1428,7 +1562,9 @@ func (s *solver) plan() *Plan {
 		if n.kind != plannedNode {
 			continue
 		}
-		out.NewNodes = append(out.NewNodes, s.finish(n))
+		nn := s.finish(n)
+		nn.Name = fmt.Sprintf("planned-%d", len(out.NewNodes)+1)
+		out.NewNodes = append(out.NewNodes, nn)
 	}
 	return out
 }
@@ -1441,9 +1577,20 @@ func (s *solver) finish(n *simNode) *NewNode {
 		offer Offering
 	}
 	var options []priced
+	within := func(t *typeInfo) bool {
+		for _, r := range n.pool.limited {
+			if t.capacity[r] > n.reserved[r] {
+				return false
+			}
+		}
+		return true
+	}
 	if sameOfferings(n.pool.reqs, reqs) {
 		// The options are in the pool's price order, which still holds.
 		for _, t := range n.options {
+			if !within(t) {
+				continue
+			}
 			o, _ := t.it.CheapestOffering(reqs)
 			options = append(options, priced{t, o})
 			if len(options) >= s.opts.MaxInstanceTypes && minValuesMet(reqs, options, func(p priced) *typeInfo { return p.t }) {
@@ -1452,7 +1599,7 @@ func (s *solver) finish(n *simNode) *NewNode {
 		}
 	} else {
 		for _, t := range n.options {
-			if o, ok := t.it.CheapestOffering(reqs); ok {
+			if o, ok := t.it.CheapestOffering(reqs); ok && within(t) {
 				options = append(options, priced{t, o})
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
@@ -193,6 +194,9 @@ func TestValidNodePools(t *testing.T) {
 			if err != nil {
 				t.Fatalf("rejected: %v", err)
 			}
+			if err := admitOffline(t, manifest); err != nil {
+				t.Errorf("the server accepts it but offline validation rejects it: %v", err)
+			}
 			// What went in comes back: the typed round trip loses no field.
 			sent := typed[v1.NodePool](t, object(t, manifest))
 			back := typed[v1.NodePool](t, got)
@@ -305,6 +309,8 @@ func TestInvalidNodePools(t *testing.T) {
 			}
 			_, err := create(t, manifest)
 			assertRejected(t, err, tc.field, tc.message)
+			// tailor simulate validates offline; it must say what the server says.
+			assertRejected(t, admitOffline(t, manifest), tc.field, tc.message)
 		})
 	}
 }
@@ -384,6 +390,24 @@ func TestNodeClaim(t *testing.T) {
 func TestInvalidNodeClaim(t *testing.T) {
 	_, err := create(t, strings.Replace(nodeClaim, "operator: In, values: [m5.large, m5.xlarge]", "operator: Gt, values: [m5.large]", 1))
 	assertRejected(t, err, "spec.requirements", "must have a single non-negative integer value")
+}
+
+// admitOffline runs the CRD's validation without a server, as tailor simulate does.
+func admitOffline(t *testing.T, manifest string) error {
+	t.Helper()
+	v, err := crd.NewValidator("NodePool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]any{}
+	if err := utiljson.Unmarshal(js, &obj); err != nil {
+		t.Fatal(err)
+	}
+	return v.Admit(t.Context(), obj)
 }
 
 // assertRejected checks that err is the API server's Invalid error and that one of its

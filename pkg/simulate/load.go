@@ -199,9 +199,7 @@ func (l *loader) document(ctx context.Context, raw []byte) error {
 		}
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := l.object(obj); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
+	l.object(obj, what)
 	return nil
 }
 
@@ -236,7 +234,7 @@ func (l *loader) nodePool(ctx context.Context, raw []byte) (*v1.NodePool, error)
 	return np, nil
 }
 
-func (l *loader) object(obj runtime.Object) error {
+func (l *loader) object(obj runtime.Object, what string) {
 	w := l.w
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -293,9 +291,8 @@ func (l *loader) object(obj runtime.Object) error {
 	case *corev1.Namespace:
 		w.Namespaces = append(w.Namespaces, o)
 	default:
-		w.Skipped = append(w.Skipped, fmt.Sprintf("%T", obj))
+		w.Skipped = append(w.Skipped, what)
 	}
-	return nil
 }
 
 func defaultNamespace(m *metav1.ObjectMeta) {

@@ -1,0 +1,221 @@
+package simulate
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
+)
+
+func TestMixedManifests(t *testing.T) {
+	w, err := Load(t.Context(), []string{"testdata/mixed.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Skipped) != 1 || !strings.Contains(w.Skipped[0], "ConfigMap ignored") {
+		t.Errorf("skipped %v, want the ConfigMap", w.Skipped)
+	}
+	// 2 StatefulSet pods, min(parallelism 5, completions 3) Job pods, 1 bare pod.
+	if len(w.Pods) != 6 {
+		t.Fatalf("%d pending pods, want 6", len(w.Pods))
+	}
+	np := w.NodePools[0]
+	if np.Spec.Disruption.ConsolidationPolicy != v1.ConsolidationPolicyWhenEmptyOrUnderutilized || len(np.Spec.Disruption.Budgets) != 1 {
+		t.Errorf("NodePool defaults not applied: %+v", np.Spec.Disruption)
+	}
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(w, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := res.Plan
+	bound := map[string]string{}
+	for _, b := range plan.Bindings {
+		bound[b.Pod.Name] = b.Node
+	}
+	// existing-1 has 1 cpu free: two Job pods of 500m fit there, not a database.
+	onExisting := 0
+	for pod, node := range bound {
+		if strings.HasPrefix(pod, "batch-") && node == "existing-1" {
+			onExisting++
+		}
+	}
+	if len(plan.Bindings) != 2 || onExisting != 2 {
+		t.Errorf("bindings %v, want two Job pods on existing-1", bound)
+	}
+	for _, n := range plan.NewNodes {
+		for _, p := range n.Pods {
+			if strings.HasPrefix(p.Name, "db-") && n.Offering.Zone != "us-east-1c" {
+				t.Errorf("%s in %s; its volume's storage class allows only us-east-1c", p.Name, n.Offering.Zone)
+			}
+		}
+		if r, _ := n.InstanceType.Requirements.Get("karpenter.k8s.aws/instance-category"); !r.Has("c") && !r.Has("m") && !r.Has("r") {
+			t.Errorf("node %s is %s, outside the NodePool's categories", n.Name, n.InstanceType.Name)
+		}
+		// The DaemonSet's pod is counted on every new node.
+		if cpu := n.Requests["cpu"]; cpu.MilliValue()%1000 != 200 && cpu.MilliValue()%500 != 200 {
+			t.Errorf("node %s requests %s cpu; the agent's 200m is missing", n.Name, cpu.String())
+		}
+	}
+	if len(plan.Unschedulable) != 1 || plan.Unschedulable[0].Pod.Name != "huge" ||
+		!strings.Contains(plan.Unschedulable[0].Reason, "NodePool default: no instance type offers 500 cpu") {
+		t.Errorf("unschedulable %v", plan.Unschedulable)
+	}
+
+	var out bytes.Buffer
+	if err := NewReport(res, "v0.0.0-test").WriteJSON(&out); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(out.String(), "\n")
+	var summary map[string]any
+	if err := json.Unmarshal([]byte(first), &summary); err != nil {
+		t.Fatalf("first line is not JSON: %q", first)
+	}
+	for _, key := range []string{"impl", "version", "pods", "scheduled", "unschedulable", "nodes", "cost_per_hour", "solve_seconds", "alloc_bytes"} {
+		if _, ok := summary[key]; !ok {
+			t.Errorf("summary lacks %q: %s", key, first)
+		}
+	}
+	if summary["impl"] != "tailor" || summary["pods"] != float64(6) || summary["scheduled"] != float64(5) || summary["unschedulable"] != float64(1) {
+		t.Errorf("summary %s", first)
+	}
+	if len(summary) != 9 {
+		t.Errorf("summary has %d keys, want exactly 9: %s", len(summary), first)
+	}
+}
+
+func TestInvalidNodePoolGetsTheCRDMessage(t *testing.T) {
+	_, err := Load(t.Context(), []string{"testdata/bad-nodepool.yaml"})
+	if err == nil {
+		t.Fatal("accepted an invalid NodePool")
+	}
+	for _, want := range []string{"testdata/bad-nodepool.yaml: document 1", `NodePool.karpenter.sh "broken" is invalid`,
+		"spec.template.spec.requirements", "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+func TestGzipAndDirectories(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile("testdata/mixed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(data)
+	zw.Close()
+	if err := os.WriteFile(filepath.Join(dir, "mixed.yaml.gz"), gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a manifest"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Load(t.Context(), []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Pods) != 6 || len(w.NodePools) != 1 {
+		t.Errorf("read %d pods and %d NodePools from the gzipped file, want 6 and 1", len(w.Pods), len(w.NodePools))
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"no kind":        {"apiVersion: v1\nmetadata: {name: x}\n", "document 1: apiVersion and kind are required"},
+		"bad field":      {"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: many}\n", "document 1: Deployment web"},
+		"not yaml":       {"apiVersion: v1\nkind: Pod\n  bad: [indent\n", "document 1"},
+		"unknown node":   {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: ghost, containers: [{name: c, image: x}]}\n", "pods are bound to nodes not in the input: ghost"},
+		"NodePool twice": {"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\nspec: {template: {spec: {nodeClassRef: {group: g, kind: K, name: default}}}}\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\nspec: {template: {spec: {nodeClassRef: {group: g, kind: K, name: default}}}}\n", "NodePool a is defined twice"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "in.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(t.Context(), []string{path})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The examples shipped in the repository plan as their comments say.
+func TestExamples(t *testing.T) {
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Load(t.Context(), []string{"../../examples/seed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(w, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := 0
+	for _, n := range res.Plan.NewNodes {
+		placed += len(n.Pods)
+	}
+	if placed != 10 || len(res.Plan.Unschedulable) != 0 {
+		t.Errorf("seed: %d of 10 pods on new nodes, %d unschedulable", placed, len(res.Plan.Unschedulable))
+	}
+
+	w, err = Load(t.Context(), []string{"../../examples/aws"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = Run(w, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Unschedulable) != 0 {
+		t.Errorf("aws: unschedulable %v", res.Plan.Unschedulable)
+	}
+	for _, n := range res.Plan.NewNodes {
+		arch, _ := n.InstanceType.Requirements.Get(v1.LabelArch)
+		for _, p := range n.Pods {
+			app := p.Labels["app"]
+			switch {
+			case strings.HasPrefix(p.Name, "train-"):
+				if n.NodePool != "gpu" {
+					t.Errorf("%s on NodePool %s, want gpu", p.Name, n.NodePool)
+				}
+			case app == "graviton-svc":
+				if n.NodePool != "arm64" || !arch.Has("arm64") {
+					t.Errorf("%s on %s/%s, want the arm64 NodePool", p.Name, n.NodePool, n.InstanceType.Name)
+				}
+			default:
+				if n.NodePool == "gpu" {
+					t.Errorf("%s on the tainted gpu NodePool without a toleration", p.Name)
+				}
+			}
+		}
+		if n.NodePool == "arm64" && n.Offering.CapacityType != v1.CapacityTypeOnDemand {
+			t.Errorf("arm64 node %s is %s; the NodePool allows only on-demand", n.Name, n.Offering.CapacityType)
+		}
+		if n.NodePool == "arm64" {
+			families := map[string]bool{}
+			for _, it := range n.InstanceTypes {
+				r, _ := it.Requirements.Get("karpenter.k8s.aws/instance-family")
+				families[r.Values()[0]] = true
+			}
+			if len(families) < 3 {
+				t.Errorf("arm64 node %s keeps %d families, minValues asks for 3", n.Name, len(families))
+			}
+		}
+	}
+}

@@ -1,0 +1,89 @@
+// Package cloudprovider is the boundary between Tailor and a cloud: launching and
+// terminating instances for NodeClaims, listing them, and describing the instance
+// types a NodePool may use. Each cloud is a subpackage (sim, later aws and
+// clusterapi); fake serves unit tests.
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// CloudProvider launches and terminates the instances behind NodeClaims.
+type CloudProvider interface {
+	// Create launches an instance for the claim, choosing among the instance types
+	// and offerings its requirements allow, and returns the claim with status
+	// (providerID, capacity, allocatable) and the labels of what was launched
+	// (instance type, zone, capacity type). InsufficientCapacityError when no
+	// allowed offering has capacity.
+	Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeClaim, error)
+	// Delete terminates the claim's instance. NodeClaimNotFoundError once it is gone.
+	Delete(ctx context.Context, claim *v1.NodeClaim) error
+	// Get describes the instance with the provider ID. NodeClaimNotFoundError if none.
+	Get(ctx context.Context, providerID string) (*v1.NodeClaim, error)
+	// List describes every instance the provider manages for this cluster.
+	List(ctx context.Context) ([]*v1.NodeClaim, error)
+	// InstanceTypes lists what the NodePool may launch, with offerings and prices.
+	InstanceTypes(ctx context.Context, pool *v1.NodePool) ([]*scheduling.InstanceType, error)
+	// IsDrifted reports why the claim's instance no longer matches its NodeClass,
+	// or "" when it does.
+	IsDrifted(ctx context.Context, claim *v1.NodeClaim) (DriftReason, error)
+	// Name is the provider's name, e.g. "sim".
+	Name() string
+}
+
+// DriftReason says why an instance drifted from its NodeClass.
+type DriftReason string
+
+// NodeClaimNotFoundError: the instance does not exist (any more).
+type NodeClaimNotFoundError struct{ ProviderID string }
+
+func (e *NodeClaimNotFoundError) Error() string {
+	return fmt.Sprintf("instance %s not found", e.ProviderID)
+}
+
+// InsufficientCapacityError: none of the allowed offerings could be launched. The
+// offerings tried are listed so they can be marked unavailable for a while.
+type InsufficientCapacityError struct {
+	Offerings []UnavailableOffering
+}
+
+// UnavailableOffering names one offering that had no capacity.
+type UnavailableOffering struct {
+	InstanceType, Zone, CapacityType string
+}
+
+func (e *InsufficientCapacityError) Error() string {
+	return fmt.Sprintf("insufficient capacity for %d offerings", len(e.Offerings))
+}
+
+// NodeClassNotReadyError: the claim's NodeClass is missing or not ready.
+type NodeClassNotReadyError struct {
+	Kind, Name, Reason string
+}
+
+func (e *NodeClassNotReadyError) Error() string {
+	return fmt.Sprintf("%s %s is not ready: %s", e.Kind, e.Name, e.Reason)
+}
+
+// IsNodeClaimNotFound reports a NodeClaimNotFoundError anywhere in err's chain.
+func IsNodeClaimNotFound(err error) bool {
+	var target *NodeClaimNotFoundError
+	return errors.As(err, &target)
+}
+
+// IsInsufficientCapacity reports an InsufficientCapacityError in err's chain.
+func IsInsufficientCapacity(err error) bool {
+	var target *InsufficientCapacityError
+	return errors.As(err, &target)
+}
+
+// IsNodeClassNotReady reports a NodeClassNotReadyError in err's chain.
+func IsNodeClassNotReady(err error) bool {
+	var target *NodeClassNotReadyError
+	return errors.As(err, &target)
+}

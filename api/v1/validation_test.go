@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
@@ -429,4 +430,27 @@ func assertRejected(t *testing.T, err error, field, message string) {
 		causes = append(causes, fmt.Sprintf("%s: %s", c.Field, c.Message))
 	}
 	t.Errorf("rejected, but no cause is %s with %q; causes:\n  %s", field, message, strings.Join(causes, "\n  "))
+}
+
+// The simulated cloud's NodeClass is installed with the same CRDs.
+func TestSimNodeClass(t *testing.T) {
+	simNodeClasses := schema.GroupVersionResource{Group: "tailor.sh", Version: "v1alpha1", Resource: "simnodeclasses"}
+	u := object(t, "apiVersion: tailor.sh/v1alpha1\nkind: SimNodeClass\nspec: {}\n")
+	got, err := dyn.Resource(simNodeClasses).Create(t.Context(), u, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dyn.Resource(simNodeClasses).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{})
+	})
+	for field, want := range map[string]string{"catalog": "aws-us-east-1", "imageID": "sim-image-1", "registrationDelay": "0s"} {
+		if v, _, _ := unstructured.NestedString(got.Object, "spec", field); v != want {
+			t.Errorf("spec.%s defaulted to %q, want %q", field, v, want)
+		}
+	}
+	bad := object(t, "apiVersion: tailor.sh/v1alpha1\nkind: SimNodeClass\nspec: {catalog: gcp-moon-1, registrationDelay: soon}\n")
+	bad.SetName("bad-" + bad.GetName())
+	_, err = dyn.Resource(simNodeClasses).Create(t.Context(), bad, metav1.CreateOptions{})
+	assertRejected(t, err, "spec.catalog", `Unsupported value: "gcp-moon-1"`)
+	assertRejected(t, err, "spec.registrationDelay", "should match")
 }

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+)
+
+// KwokNodeAnnotation hands a Node to kwok, which plays its kubelet.
+const KwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// Registrar is the simulated cloud's side of a node's life: once an instance's
+// registration delay has passed it registers the Node, as a kubelet would (with the
+// claim's labels and taints and karpenter.sh/unregistered); when the instance is
+// gone it removes the Node, as a cloud controller manager would.
+type Registrar struct {
+	kube  client.Client
+	cloud *CloudProvider
+	clock clock.Clock
+}
+
+// NewRegistrar returns the registrar of cloud.
+func NewRegistrar(kube client.Client, cloud *CloudProvider, clk clock.Clock) *Registrar {
+	return &Registrar{kube: kube, cloud: cloud, clock: clk}
+}
+
+// Name names the controller.
+func (r *Registrar) Name() string { return "sim.registrar" }
+
+// Register adds the controller to a manager.
+func (r *Registrar) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named(r.Name()).For(&v1alpha1.SimInstance{}).Complete(r)
+}
+
+// Reconcile registers or removes the Node of one instance.
+func (r *Registrar) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	inst := &v1alpha1.SimInstance{}
+	if err := r.kube.Get(ctx, req.NamespacedName, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, r.removeNode(ctx, req.Name)
+		}
+		return reconcile.Result{}, err
+	}
+	if inst.DeletionTimestamp != nil || inst.Status.State == "Running" {
+		return reconcile.Result{}, nil
+	}
+	if wait := inst.Spec.RegisterAfter.Sub(r.clock.Now()); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.kube.Create(ctx, r.node(ctx, inst)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return reconcile.Result{}, fmt.Errorf("registering the node of %s: %w", inst.Name, err)
+	}
+	inst.Status.State, inst.Status.NodeName = "Running", inst.Name
+	return reconcile.Result{}, r.kube.Status().Update(ctx, inst)
+}
+
+func (r *Registrar) node(ctx context.Context, inst *v1alpha1.SimInstance) *corev1.Node {
+	it := r.cloud.typeOf(inst)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Name, Labels: map[string]string{},
+		Annotations: map[string]string{KwokNodeAnnotation: "fake"}}}
+	node.Spec.ProviderID = ProviderID(inst)
+	node.Spec.Taints = []corev1.Taint{v1.UnregisteredNoExecuteTaint}
+	// The kubelet starts with the claim's labels and taints (its user data).
+	claim := &v1.NodeClaim{}
+	if err := r.kube.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeClaim}, claim); err == nil {
+		for k, v := range claim.Labels {
+			node.Labels[k] = v
+		}
+		node.Spec.Taints = append(node.Spec.Taints, claim.Spec.Taints...)
+		node.Spec.Taints = append(node.Spec.Taints, claim.Spec.StartupTaints...)
+	}
+	for k, v := range NodeLabels(inst, it) {
+		node.Labels[k] = v
+	}
+	node.Labels[corev1.LabelHostname] = inst.Name
+	if it != nil {
+		node.Status.Capacity = it.Capacity.DeepCopy()
+		node.Status.Allocatable = it.Allocatable()
+	}
+	node.Status.NodeInfo.Architecture = node.Labels[corev1.LabelArchStable]
+	node.Status.NodeInfo.OperatingSystem = node.Labels[corev1.LabelOSStable]
+	return node
+}
+
+func (r *Registrar) removeNode(ctx context.Context, instance string) error {
+	nodes := &corev1.NodeList{}
+	if err := r.kube.List(ctx, nodes, client.MatchingLabels{InstanceLabel: instance}); err != nil {
+		return err
+	}
+	for i := range nodes.Items {
+		if err := r.kube.Delete(ctx, &nodes.Items[i]); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}

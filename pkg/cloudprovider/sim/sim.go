@@ -1,0 +1,343 @@
+// Package sim is the simulated cloud, Tailor's default provider: it sells the
+// instance types of an embedded catalog, keeps its inventory as SimInstance objects
+// in the cluster, and turns each instance into a Node (played by kwok) after the
+// NodeClass's registration delay. Insufficient capacity, launch delays and spot
+// interruptions can be injected through the SimNodeClass and the SimInstances.
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// ProviderIDPrefix starts every provider ID of the simulated cloud.
+const ProviderIDPrefix = "sim://"
+
+// InstanceLabel names, on a Node, the SimInstance behind it.
+const InstanceLabel = v1alpha1.Group + "/instance"
+
+// CloudProvider is the simulated cloud.
+type CloudProvider struct {
+	kube  client.Client
+	clock clock.Clock
+
+	mu       sync.Mutex
+	catalogs map[string][]*scheduling.InstanceType
+}
+
+var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+
+// New returns the simulated cloud, keeping its inventory through kube.
+func New(kube client.Client, clk clock.Clock) *CloudProvider {
+	return &CloudProvider{kube: kube, clock: clk, catalogs: map[string][]*scheduling.InstanceType{}}
+}
+
+// Name is "sim".
+func (c *CloudProvider) Name() string { return "sim" }
+
+func (c *CloudProvider) catalog(name string) ([]*scheduling.InstanceType, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if types, ok := c.catalogs[name]; ok {
+		return types, nil
+	}
+	if name != "aws-us-east-1" && name != "" {
+		return nil, fmt.Errorf("unknown catalog %q", name)
+	}
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		return nil, err
+	}
+	c.catalogs[name] = types
+	return types, nil
+}
+
+func (c *CloudProvider) nodeClass(ctx context.Context, ref *v1.NodeClassReference) (*v1alpha1.SimNodeClass, error) {
+	if ref == nil || ref.Group != v1alpha1.Group || ref.Kind != "SimNodeClass" {
+		return nil, &cloudprovider.NodeClassNotReadyError{Kind: refKind(ref), Name: refName(ref), Reason: "the sim provider serves only tailor.sh SimNodeClasses"}
+	}
+	nc := &v1alpha1.SimNodeClass{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &cloudprovider.NodeClassNotReadyError{Kind: ref.Kind, Name: ref.Name, Reason: "not found"}
+		}
+		return nil, err
+	}
+	return nc, nil
+}
+
+func refKind(ref *v1.NodeClassReference) string {
+	if ref == nil {
+		return "NodeClass"
+	}
+	return ref.Group + "/" + ref.Kind
+}
+
+func refName(ref *v1.NodeClassReference) string {
+	if ref == nil {
+		return "(none)"
+	}
+	return ref.Name
+}
+
+// InstanceTypes returns the NodeClass's catalog, with its unavailable offerings
+// marked so.
+func (c *CloudProvider) InstanceTypes(ctx context.Context, pool *v1.NodePool) ([]*scheduling.InstanceType, error) {
+	nc, err := c.nodeClass(ctx, pool.Spec.Template.Spec.NodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	types, err := c.catalog(nc.Spec.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	if len(nc.Spec.UnavailableOfferings) == 0 {
+		return types, nil
+	}
+	out := make([]*scheduling.InstanceType, len(types))
+	for i, it := range types {
+		cp := *it
+		cp.Offerings = slices.Clone(it.Offerings)
+		for j, o := range cp.Offerings {
+			if unavailable(nc, it.Name, o) {
+				cp.Offerings[j].Available = false
+			}
+		}
+		out[i] = &cp
+	}
+	return out, nil
+}
+
+func unavailable(nc *v1alpha1.SimNodeClass, typeName string, o scheduling.Offering) bool {
+	for _, u := range nc.Spec.UnavailableOfferings {
+		if (u.InstanceType == "" || u.InstanceType == typeName) && (u.Zone == "" || u.Zone == o.Zone) &&
+			(u.CapacityType == "" || u.CapacityType == o.CapacityType) {
+			return true
+		}
+	}
+	return false
+}
+
+// Create launches the cheapest available offering the claim's requirements allow,
+// as a SimInstance that registers its Node after the NodeClass's delay.
+func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeClaim, error) {
+	nc, err := c.nodeClass(ctx, claim.Spec.NodeClassRef)
+	if err != nil {
+		return nil, err
+	}
+	types, err := c.catalog(nc.Spec.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := scheduling.FromNodePool(claim.Spec.Requirements, nil)
+	if err != nil {
+		return nil, fmt.Errorf("nodeclaim %s: %w", claim.Name, err)
+	}
+	var best *scheduling.InstanceType
+	var offer scheduling.Offering
+	var tried []cloudprovider.UnavailableOffering
+	for _, it := range types {
+		if _, ok := reqs.Intersects(it.Requirements); !ok {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if !o.Available || !allows(reqs, v1.LabelZone, o.Zone) || !allows(reqs, v1.CapacityTypeLabelKey, o.CapacityType) {
+				continue
+			}
+			if unavailable(nc, it.Name, o) {
+				tried = append(tried, cloudprovider.UnavailableOffering{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType})
+				continue
+			}
+			if best == nil || o.Price < offer.Price || (o.Price == offer.Price && it.Name < best.Name) {
+				best, offer = it, o
+			}
+		}
+	}
+	if best == nil {
+		return nil, &cloudprovider.InsufficientCapacityError{Offerings: tried}
+	}
+	if d := nc.Spec.LaunchDelay.Duration; d > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.clock.After(d):
+		}
+	}
+	name, err := instanceName()
+	if err != nil {
+		return nil, err
+	}
+	inst := &v1alpha1.SimInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: claim.Labels[v1.NodePoolLabelKey]}},
+		Spec: v1alpha1.SimInstanceSpec{NodeClaim: claim.Name, NodeClass: nc.Name, InstanceType: best.Name, Zone: offer.Zone,
+			CapacityType: offer.CapacityType, ImageID: nc.Spec.ImageID, Price: strconv.FormatFloat(offer.Price, 'f', -1, 64),
+			RegisterAfter: metav1.NewTime(c.clock.Now().Add(nc.Spec.RegistrationDelay.Duration))},
+	}
+	if err := c.kube.Create(ctx, inst); err != nil {
+		return nil, fmt.Errorf("launching %s for nodeclaim %s: %w", best.Name, claim.Name, err)
+	}
+	inst.Status.State = "Pending"
+	if err := c.kube.Status().Update(ctx, inst); err != nil {
+		return nil, fmt.Errorf("launching %s for nodeclaim %s: %w", best.Name, claim.Name, err)
+	}
+	return c.describe(inst, best, claim), nil
+}
+
+func allows(reqs scheduling.Requirements, key, value string) bool {
+	r, ok := reqs.Get(key)
+	return !ok || r.Has(value)
+}
+
+func instanceName() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return "i-" + hex.EncodeToString(b), nil
+}
+
+// ProviderID is the provider ID of a SimInstance.
+func ProviderID(inst *v1alpha1.SimInstance) string {
+	return fmt.Sprintf("%s/%s/%s", ProviderIDPrefix, inst.Spec.Zone, inst.Name)
+}
+
+func instanceOf(providerID string) (string, bool) {
+	if !strings.HasPrefix(providerID, ProviderIDPrefix+"/") {
+		return "", false
+	}
+	i := strings.LastIndex(providerID, "/")
+	return providerID[i+1:], true
+}
+
+// describe renders an instance as the NodeClaim a provider returns.
+func (c *CloudProvider) describe(inst *v1alpha1.SimInstance, it *scheduling.InstanceType, claim *v1.NodeClaim) *v1.NodeClaim {
+	out := &v1.NodeClaim{}
+	if claim != nil {
+		out = claim.DeepCopy()
+	} else {
+		out.Name = inst.Spec.NodeClaim
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, v := range NodeLabels(inst, it) {
+		out.Labels[k] = v
+	}
+	out.Status.ProviderID = ProviderID(inst)
+	out.Status.ImageID = inst.Spec.ImageID
+	if it != nil {
+		out.Status.Capacity = it.Capacity.DeepCopy()
+		out.Status.Allocatable = it.Allocatable()
+	}
+	return out
+}
+
+// NodeLabels are the labels of the instance's Node: its type's, and where and how
+// it was bought.
+func NodeLabels(inst *v1alpha1.SimInstance, it *scheduling.InstanceType) map[string]string {
+	labels := map[string]string{}
+	if it != nil {
+		for k, v := range it.Requirements.Labels() {
+			labels[k] = v
+		}
+	}
+	labels[v1.LabelInstanceType] = inst.Spec.InstanceType
+	labels[v1.LabelZone] = inst.Spec.Zone
+	labels[v1.CapacityTypeLabelKey] = inst.Spec.CapacityType
+	labels[v1.LabelRegion] = strings.TrimRight(inst.Spec.Zone, "abcdefghijklmnopqrstuvwxyz")
+	labels[InstanceLabel] = inst.Name
+	return labels
+}
+
+func (c *CloudProvider) typeOf(inst *v1alpha1.SimInstance) *scheduling.InstanceType {
+	nc := &v1alpha1.SimNodeClass{}
+	name := "aws-us-east-1"
+	if err := c.kube.Get(context.Background(), client.ObjectKey{Name: inst.Spec.NodeClass}, nc); err == nil {
+		name = nc.Spec.Catalog
+	}
+	types, err := c.catalog(name)
+	if err != nil {
+		return nil
+	}
+	for _, it := range types {
+		if it.Name == inst.Spec.InstanceType {
+			return it
+		}
+	}
+	return nil
+}
+
+// Delete terminates the claim's instance.
+func (c *CloudProvider) Delete(ctx context.Context, claim *v1.NodeClaim) error {
+	name, ok := instanceOf(claim.Status.ProviderID)
+	if !ok {
+		return &cloudprovider.NodeClaimNotFoundError{ProviderID: claim.Status.ProviderID}
+	}
+	inst := &v1alpha1.SimInstance{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.kube.Delete(ctx, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			return &cloudprovider.NodeClaimNotFoundError{ProviderID: claim.Status.ProviderID}
+		}
+		return fmt.Errorf("terminating %s: %w", name, err)
+	}
+	return nil
+}
+
+// Get describes one instance.
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
+	name, ok := instanceOf(providerID)
+	if !ok {
+		return nil, &cloudprovider.NodeClaimNotFoundError{ProviderID: providerID}
+	}
+	inst := &v1alpha1.SimInstance{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &cloudprovider.NodeClaimNotFoundError{ProviderID: providerID}
+		}
+		return nil, err
+	}
+	return c.describe(inst, c.typeOf(inst), nil), nil
+}
+
+// List describes every instance.
+func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
+	list := &v1alpha1.SimInstanceList{}
+	if err := c.kube.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := make([]*v1.NodeClaim, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, c.describe(&list.Items[i], c.typeOf(&list.Items[i]), nil))
+	}
+	slices.SortFunc(out, func(a, b *v1.NodeClaim) int { return strings.Compare(a.Status.ProviderID, b.Status.ProviderID) })
+	return out, nil
+}
+
+// IsDrifted reports an instance booted from an image its NodeClass no longer uses.
+func (c *CloudProvider) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
+	nc, err := c.nodeClass(ctx, claim.Spec.NodeClassRef)
+	if err != nil {
+		return "", err
+	}
+	if claim.Status.ImageID != "" && claim.Status.ImageID != nc.Spec.ImageID {
+		return "ImageDrift", nil
+	}
+	return "", nil
+}

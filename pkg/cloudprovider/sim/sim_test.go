@@ -1,0 +1,250 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/config/crd"
+	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
+)
+
+var kube client.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cluster, err := localcluster.Start(ctx, localcluster.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cluster.Stop()
+		if err := crd.Install(ctx, cluster.Config); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		scheme := runtime.NewScheme()
+		for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme} {
+			if err := add(scheme); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		if kube, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+func nodeClass(t *testing.T, name string, mutate func(*v1alpha1.SimNodeClass)) *v1alpha1.SimNodeClass {
+	t.Helper()
+	nc := &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if mutate != nil {
+		mutate(nc)
+	}
+	if err := kube.Create(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), nc) })
+	return nc
+}
+
+func claim(name, class string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default", "team": "payments"}},
+		Spec: v1.NodeClaimSpec{Requirements: reqs, NodeClassRef: &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: class},
+			Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}},
+	}
+}
+
+func in(key string, values ...string) v1.NodeSelectorRequirementWithMinValues {
+	return v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: v1.NodeSelectorOpIn, Values: values}
+}
+
+func TestLaunchRegisterTerminate(t *testing.T) {
+	ctx := t.Context()
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := New(kube, clk)
+	nodeClass(t, "delayed", func(nc *v1alpha1.SimNodeClass) { nc.Spec.RegistrationDelay = metav1.Duration{Duration: 30 * time.Second} })
+
+	c := claim("launch", "delayed", in(v1.LabelInstanceType, "m5.large", "c5.large"), in(v1.CapacityTypeLabelKey, v1.CapacityTypeSpot))
+	if err := kube.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	launched, err := cloud.Create(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cheapest spot offering of the two types, found independently.
+	catalogTypes, err := cloud.catalog("aws-us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantType, wantZone, best := "", "", 1e9
+	for _, it := range catalogTypes {
+		if it.Name != "m5.large" && it.Name != "c5.large" {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.CapacityType == v1.CapacityTypeSpot && o.Price < best {
+				wantType, wantZone, best = it.Name, o.Zone, o.Price
+			}
+		}
+	}
+	if launched.Labels[v1.LabelInstanceType] != wantType || launched.Labels[v1.LabelZone] != wantZone || launched.Labels[v1.CapacityTypeLabelKey] != "spot" {
+		t.Errorf("launched %v, want %s spot in %s", launched.Labels, wantType, wantZone)
+	}
+	if cpu := launched.Status.Allocatable[corev1.ResourceCPU]; cpu.MilliValue() != 1900 {
+		t.Errorf("allocatable cpu %s, want 1900m", cpu.String())
+	}
+	if _, err := cloud.Get(ctx, launched.Status.ProviderID); err != nil {
+		t.Errorf("Get: %v", err)
+	}
+	all, err := cloud.List(ctx)
+	if err != nil || len(all) != 1 || all[0].Status.ProviderID != launched.Status.ProviderID {
+		t.Errorf("List: %v, %v", all, err)
+	}
+
+	registrar := NewRegistrar(kube, cloud, clk)
+	inst, _ := instanceOf(launched.Status.ProviderID)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: inst}}
+	res, err := registrar.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter <= 0 || res.RequeueAfter > 30*time.Second {
+		t.Fatalf("before the delay: %+v, %v; want a requeue within 30s", res, err)
+	}
+	if err := kube.Get(ctx, client.ObjectKey{Name: inst}, &corev1.Node{}); err == nil {
+		t.Fatal("the node registered before its delay")
+	}
+	clk.Step(31 * time.Second)
+	if _, err := registrar.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: inst}, node); err != nil {
+		t.Fatalf("the node did not register: %v", err)
+	}
+	if node.Spec.ProviderID != launched.Status.ProviderID || node.Annotations[KwokNodeAnnotation] != "fake" ||
+		node.Labels["team"] != "payments" || node.Labels[v1.LabelArch] != "amd64" || node.Labels[v1.LabelInstanceType] != wantType {
+		t.Errorf("node %s: providerID %s, labels %v, annotations %v", node.Name, node.Spec.ProviderID, node.Labels, node.Annotations)
+	}
+	if !hasTaint(node, v1.UnregisteredNoExecuteTaint.Key) || !hasTaint(node, "dedicated") {
+		t.Errorf("node taints %v, want karpenter.sh/unregistered and the claim's", node.Spec.Taints)
+	}
+
+	if err := cloud.Delete(ctx, launched); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registrar.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, client.ObjectKey{Name: inst}, &corev1.Node{}); err == nil {
+		t.Error("the node outlived its instance")
+	}
+	if err := cloud.Delete(ctx, launched); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Errorf("deleting again: %v, want NodeClaimNotFound", err)
+	}
+	if _, err := cloud.Get(ctx, launched.Status.ProviderID); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Errorf("Get after delete: %v, want NodeClaimNotFound", err)
+	}
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func TestInsufficientCapacityAndFallback(t *testing.T) {
+	ctx := t.Context()
+	cloud := New(kube, clocktesting.NewFakeClock(time.Now()))
+	nodeClass(t, "short", func(nc *v1alpha1.SimNodeClass) {
+		nc.Spec.UnavailableOfferings = []v1alpha1.Offering{{InstanceType: "m5.large", CapacityType: "spot"}}
+	})
+	c := claim("fallback", "short", in(v1.LabelInstanceType, "m5.large", "m5.xlarge"), in(v1.CapacityTypeLabelKey, v1.CapacityTypeSpot))
+	launched, err := cloud.Create(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := launched.Labels[v1.LabelInstanceType]; got != "m5.xlarge" {
+		t.Errorf("launched %s, want the fallback m5.xlarge", got)
+	}
+	t.Cleanup(func() { _ = cloud.Delete(context.Background(), launched) })
+	_, err = cloud.Create(ctx, claim("none-left", "short", in(v1.LabelInstanceType, "m5.large"), in(v1.CapacityTypeLabelKey, v1.CapacityTypeSpot)))
+	if !cloudprovider.IsInsufficientCapacity(err) {
+		t.Fatalf("got %v, want insufficient capacity", err)
+	}
+	if n := len(err.(*cloudprovider.InsufficientCapacityError).Offerings); n != 3 {
+		t.Errorf("%d offerings reported unavailable, want m5.large spot in 3 zones", n)
+	}
+	pool := &v1.NodePool{}
+	pool.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: "short"}
+	types, err := cloud.InstanceTypes(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range types {
+		if it.Name != "m5.large" {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Available == (o.CapacityType == v1.CapacityTypeSpot) {
+				t.Errorf("m5.large %s/%s available=%v", o.Zone, o.CapacityType, o.Available)
+			}
+		}
+	}
+}
+
+func TestNodeClassProblems(t *testing.T) {
+	cloud := New(kube, clocktesting.NewFakeClock(time.Now()))
+	_, err := cloud.Create(t.Context(), claim("orphan", "missing"))
+	if !cloudprovider.IsNodeClassNotReady(err) {
+		t.Errorf("missing NodeClass: %v", err)
+	}
+	c := claim("aws", "x")
+	c.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	if _, err := cloud.Create(t.Context(), c); !cloudprovider.IsNodeClassNotReady(err) {
+		t.Errorf("foreign NodeClass: %v", err)
+	}
+}
+
+func TestDrift(t *testing.T) {
+	ctx := t.Context()
+	cloud := New(kube, clocktesting.NewFakeClock(time.Now()))
+	nc := nodeClass(t, "imaged", nil)
+	launched, err := cloud.Create(ctx, claim("drifty", "imaged", in(v1.LabelInstanceType, "t3.micro")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cloud.Delete(context.Background(), launched) })
+	if reason, err := cloud.IsDrifted(ctx, launched); err != nil || reason != "" {
+		t.Errorf("fresh instance drifted: %q %v", reason, err)
+	}
+	nc.Spec.ImageID = "sim-image-2"
+	if err := kube.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := cloud.IsDrifted(ctx, launched); err != nil || reason != "ImageDrift" {
+		t.Errorf("after an image change: %q %v, want ImageDrift", reason, err)
+	}
+}

@@ -83,7 +83,9 @@ func TestLaunchRegisterTerminate(t *testing.T) {
 	ctx := t.Context()
 	clk := clocktesting.NewFakeClock(time.Now())
 	cloud := New(kube, clk)
-	nodeClass(t, "delayed", func(nc *v1alpha1.SimNodeClass) { nc.Spec.RegistrationDelay = metav1.Duration{Duration: 30 * time.Second} })
+	nodeClass(t, "delayed", func(nc *v1alpha1.SimNodeClass) {
+		nc.Spec.RegistrationDelay = metav1.Duration{Duration: 30 * time.Second}
+	})
 
 	c := claim("launch", "delayed", in(v1.LabelInstanceType, "m5.large", "c5.large"), in(v1.CapacityTypeLabelKey, v1.CapacityTypeSpot))
 	if err := kube.Create(ctx, c); err != nil {

@@ -1,9 +1,8 @@
 // Command tailor is the Tailor node autoscaler. Subcommands:
 //
-//	tailor simulate   plan nodes for manifests, offline
-//	tailor version    print the version
-//
-// `controller` and `sandbox` arrive with the controllers (see README.md).
+//	tailor controller  run the autoscaler against a cluster
+//	tailor simulate    plan nodes for manifests, offline
+//	tailor version     print the version
 package main
 
 import (
@@ -30,6 +29,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "controller":
+		opts, err := parseController(args[1:], stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if err := runController(opts, stderr); err != nil {
+			fmt.Fprintln(stderr, "tailor controller:", err)
+			return 1
+		}
+		return 0
 	case "simulate":
 		opts, err := parseSimulate(args[1:], stderr)
 		if errors.Is(err, flag.ErrHelp) {
@@ -61,8 +74,9 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage: tailor <command>
 
 commands:
-  simulate  plan nodes for pods, NodePools and nodes read from manifests
-  version   print the version`)
+  controller  run the autoscaler against a cluster
+  simulate    plan nodes for pods, NodePools and nodes read from manifests
+  version     print the version`)
 }
 
 // Version is the build's version string.

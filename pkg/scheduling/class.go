@@ -80,10 +80,16 @@ func (p hostPort) conflicts(o hostPort) bool {
 	return p.ip == o.ip || p.ip == "0.0.0.0" || o.ip == "0.0.0.0" || p.ip == "" || o.ip == ""
 }
 
+// podHostPorts lists the host ports of the pod's containers and sidecars. Plain
+// init containers have exited before the others start, so the kube-scheduler
+// leaves their ports out, and so do we.
 func podHostPorts(pod *corev1.Pod) []hostPort {
 	var out []hostPort
-	add := func(cs []corev1.Container) {
+	add := func(cs []corev1.Container, sidecarsOnly bool) {
 		for _, c := range cs {
+			if sidecarsOnly && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
+				continue
+			}
 			for _, p := range c.Ports {
 				if p.HostPort <= 0 {
 					continue
@@ -96,8 +102,8 @@ func podHostPorts(pod *corev1.Pod) []hostPort {
 			}
 		}
 	}
-	add(pod.Spec.InitContainers)
-	add(pod.Spec.Containers)
+	add(pod.Spec.InitContainers, true)
+	add(pod.Spec.Containers, false)
 	return out
 }
 

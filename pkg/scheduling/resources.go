@@ -172,8 +172,9 @@ func Fits(used, req, limit *Resources, n int) int {
 // PodRequests is the pod's effective request as the kube-scheduler computes it: the
 // larger of the sum of regular containers (plus restartable init containers, which run
 // alongside them) and the largest init container (plus the sidecars started before
-// it), plus the pod overhead. A limit without a request counts as the request. Every
-// pod also takes one "pods" slot.
+// it), plus the pod overhead. A limit without a request counts as the request.
+// Pod-level requests (spec.resources) replace that sum for the resources they
+// support. Every pod also takes one "pods" slot.
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	for _, c := range pod.Spec.Containers {
@@ -196,9 +197,24 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	}
 	addList(total, sidecars)
 	maxList(total, initMax)
+	// PodLevelResources (on by default since 1.34): validation keeps pod-level
+	// requests no smaller than the containers', and the scheduler takes them instead.
+	if pod.Spec.Resources != nil {
+		for name, q := range pod.Spec.Resources.Requests {
+			if podLevelResource(name) {
+				total[name] = q
+			}
+		}
+	}
 	addList(total, pod.Spec.Overhead)
 	total[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
 	return total
+}
+
+// podLevelResource reports a resource pod-level requests may set: cpu, memory and
+// hugepages.
+func podLevelResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
 func containerRequests(c *corev1.Container) corev1.ResourceList {

@@ -100,7 +100,17 @@ func (g *group) describe() string {
 
 // groupKey identifies a constraint, so pods that share one share its counts.
 func groupKey(kind groupKind, key string, sel labels.Selector, namespaces []string, all bool, extra string) string {
-	return fmt.Sprintf("%d|%s|%s|%v|%s|%s", kind, key, sel.String(), all, strings.Join(namespaces, ","), extra)
+	return fmt.Sprintf("%d|%s|%s|%v|%s|%s", kind, key, selectorKey(sel), all, strings.Join(namespaces, ","), extra)
+}
+
+// selectorKey renders a selector for a group key. A nil label selector matches no
+// pod and an empty one every pod, yet both print as "": Nothing has no
+// requirements to list, which tells it apart.
+func selectorKey(sel labels.Selector) string {
+	if _, ok := sel.Requirements(); !ok {
+		return "<nothing>"
+	}
+	return sel.String()
 }
 
 // spreadSelector is the constraint's selector plus matchLabelKeys taken from the pod.
@@ -117,6 +127,12 @@ func spreadSelector(c *corev1.TopologySpreadConstraint, podLabels map[string]str
 			}
 			sel = sel.Add(*r)
 		}
+	}
+	if sel.Empty() {
+		// The kube-scheduler counts no pod for an empty selector. The pod itself
+		// still matches it there, but that adds one, and maxSkew is at least one:
+		// the constraint never refuses a node, just as a selector matching nothing.
+		return labels.Nothing(), nil
 	}
 	return sel, nil
 }

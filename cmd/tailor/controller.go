@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"os/signal"
+	"syscall"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nodetailor/tailor/pkg/operator"
+)
+
+func parseController(args []string, stderr io.Writer) (operator.Options, error) {
+	opts := operator.DefaultOptions()
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, or $KUBECONFIG)")
+	fs.StringVar(&opts.CloudProvider, "cloud-provider", opts.CloudProvider, "cloud provider: sim")
+	fs.DurationVar(&opts.BatchIdle, "batch-idle-duration", opts.BatchIdle, "close a batch of pending pods after this long without a new one")
+	fs.DurationVar(&opts.BatchMax, "batch-max-duration", opts.BatchMax, "close a batch this long after its first pod")
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Prometheus metrics address (0 turns it off)")
+	fs.StringVar(&opts.HealthAddr, "health-probe-bind-address", opts.HealthAddr, "liveness and readiness probe address (0 turns it off)")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection, "elect a leader through a Lease, so replicas can stand by")
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", opts.LeaderElectionNamespace, "namespace of the leader Lease")
+	fs.DurationVar(&opts.UnavailableOfferingsTTL, "unavailable-offerings-ttl", opts.UnavailableOfferingsTTL, "how long an offering that ran out of capacity is avoided")
+	return opts, fs.Parse(args)
+}
+
+func runController(opts operator.Options, stderr io.Writer) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(stderr)))
+	cfg, err := operator.RESTConfig(opts)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return operator.Run(ctx, cfg, opts)
+}

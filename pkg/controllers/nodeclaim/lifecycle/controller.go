@@ -1,0 +1,276 @@
+// Package lifecycle carries a NodeClaim from creation to a ready node: Launched
+// (the cloud created the instance), Registered (its Node appeared and took the
+// claim's labels and taints), Initialized (the Node is ready, its startup taints are
+// gone and its extended resources are there). A claim that does not launch within
+// LaunchTimeout, or whose Node does not register within RegistrationTimeout, is
+// deleted so its pods can be provisioned for again.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
+)
+
+// Liveness timeouts, as Karpenter's.
+const (
+	LaunchTimeout       = 5 * time.Minute
+	RegistrationTimeout = 15 * time.Minute
+)
+
+// ProviderIDIndex indexes Nodes and NodeClaims by provider ID in the cache.
+const ProviderIDIndex = "providerID"
+
+// Controller is the NodeClaim lifecycle controller.
+type Controller struct {
+	kube        client.Client
+	cloud       cloudprovider.CloudProvider
+	unavailable *cloudprovider.UnavailableOfferings
+	recorder    record.EventRecorder
+	clock       clock.Clock
+}
+
+// NewController returns the controller.
+func NewController(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, clk clock.Clock) *Controller {
+	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk}
+}
+
+// Register adds the controller, and the provider ID indexes it reads by, to mgr.
+func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, ProviderIDIndex, func(o client.Object) []string {
+		return []string{o.(*corev1.Node).Spec.ProviderID}
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.NodeClaim{}, ProviderIDIndex, func(o client.Object) []string {
+		return []string{o.(*v1.NodeClaim).Status.ProviderID}
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
+		For(&v1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
+		Complete(c)
+}
+
+func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingFields{ProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, nc := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nc)})
+	}
+	return out
+}
+
+// Reconcile moves one claim along its lifecycle.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil // termination's job
+	}
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		patch := client.MergeFrom(nc.DeepCopy())
+		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+		if err := c.kube.Patch(ctx, nc, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if nc.Status.ProviderID == "" {
+		return c.launch(ctx, nc)
+	}
+	node, err := c.nodeOf(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if node == nil {
+		return c.awaitRegistration(ctx, nc)
+	}
+	if err := c.register(ctx, nc, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, c.initialize(ctx, nc, node)
+}
+
+func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	if age := c.clock.Since(nc.CreationTimestamp.Time); age > LaunchTimeout {
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, "LaunchTimedOut", "Not launched after %s; deleting the NodeClaim", age.Round(time.Second))
+		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+	}
+	launched, err := c.cloud.Create(ctx, nc)
+	switch {
+	case cloudprovider.IsInsufficientCapacity(err):
+		var ice *cloudprovider.InsufficientCapacityError
+		if errors.As(err, &ice) {
+			c.unavailable.Mark(ice.Offerings...)
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, "InsufficientCapacity", "No capacity for any allowed offering; deleting the NodeClaim so the pods are planned again: %v", err)
+		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+	case cloudprovider.IsNodeClassNotReady(err):
+		c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionFalse, "NodeClassNotReady", err.Error())
+		if uerr := c.kube.Status().Update(ctx, nc); uerr != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(uerr)
+		}
+		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
+	}
+	// Labels first, then status: a claim whose status has a provider ID is launched.
+	labels := client.MergeFrom(nc.DeepCopy())
+	for k, v := range launched.Labels {
+		metav1.SetMetaDataLabel(&nc.ObjectMeta, k, v)
+	}
+	if err := c.kube.Patch(ctx, nc, labels); err != nil {
+		return reconcile.Result{}, fmt.Errorf("labelling nodeclaim %s: %w", nc.Name, err)
+	}
+	nc.Status.ProviderID = launched.Status.ProviderID
+	nc.Status.ImageID = launched.Status.ImageID
+	nc.Status.Capacity = launched.Status.Capacity
+	nc.Status.Allocatable = launched.Status.Allocatable
+	c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	if err := c.kube.Status().Update(ctx, nc); err != nil {
+		// The instance exists; garbage collection reclaims it if this claim is lost.
+		return reconcile.Result{}, fmt.Errorf("recording the launch of nodeclaim %s: %w", nc.Name, err)
+	}
+	log.FromContext(ctx).Info("launched", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID,
+		"instanceType", nc.Labels[v1.LabelInstanceType], "zone", nc.Labels[v1.LabelZone], "capacityType", nc.Labels[v1.CapacityTypeLabelKey])
+	return reconcile.Result{RequeueAfter: time.Second}, nil
+}
+
+func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+	nodes := &corev1.NodeList{}
+	if err := c.kube.List(ctx, nodes, client.MatchingFields{ProviderIDIndex: nc.Status.ProviderID}); err != nil {
+		return nil, err
+	}
+	if len(nodes.Items) == 0 {
+		return nil, nil
+	}
+	return &nodes.Items[0], nil
+}
+
+func (c *Controller) awaitRegistration(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	launched := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeLaunched)
+	since := nc.CreationTimestamp.Time
+	if launched != nil {
+		since = launched.LastTransitionTime.Time
+	}
+	if waited := c.clock.Since(since); waited > RegistrationTimeout {
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, "RegistrationTimedOut", "No node registered after %s; deleting the NodeClaim", waited.Round(time.Second))
+		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+	}
+	return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+}
+
+// register makes the Node the claim's: its labels and taints, the termination
+// finalizer, and the unregistered taint removed so pods may land.
+func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
+	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeRegistered) && nc.Status.NodeName == node.Name {
+		return nil
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	for k, v := range nc.Labels {
+		metav1.SetMetaDataLabel(&node.ObjectMeta, k, v)
+	}
+	metav1.SetMetaDataLabel(&node.ObjectMeta, v1.NodeRegisteredLabelKey, "true")
+	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
+	taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
+		return t.Key == v1.UnregisteredNoExecuteTaint.Key
+	})
+	for _, t := range append(slices.Clone(nc.Spec.Taints), nc.Spec.StartupTaints...) {
+		if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect }) {
+			taints = append(taints, t)
+		}
+	}
+	node.Spec.Taints = taints
+	if err := c.kube.Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("registering node %s: %w", node.Name, err)
+	}
+	nc.Status.NodeName = node.Name
+	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	if err := c.kube.Status().Update(ctx, nc); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
+	return nil
+}
+
+// initialize marks the claim Initialized and Ready once its Node is ready, its
+// startup taints are gone and the extended resources it was sized for are there.
+func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
+	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+		return nil
+	}
+	if why := notInitialized(nc, node); why != "" {
+		c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why)
+		return client.IgnoreNotFound(c.kube.Status().Update(ctx, nc))
+	}
+	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
+		patch := client.MergeFrom(node.DeepCopy())
+		metav1.SetMetaDataLabel(&node.ObjectMeta, v1.NodeInitializedLabelKey, "true")
+		if err := c.kube.Patch(ctx, node, patch); err != nil {
+			return err
+		}
+	}
+	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
+	c.setCondition(nc, v1.ConditionTypeReady, metav1.ConditionTrue, "Ready", "")
+	return client.IgnoreNotFound(c.kube.Status().Update(ctx, nc))
+}
+
+func notInitialized(nc *v1.NodeClaim, node *corev1.Node) string {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return "node is not ready"
+	}
+	for _, st := range nc.Spec.StartupTaints {
+		for _, t := range node.Spec.Taints {
+			if t.Key == st.Key && t.Effect == st.Effect {
+				return fmt.Sprintf("startup taint %s is still there", t.Key)
+			}
+		}
+	}
+	for name, q := range nc.Spec.Resources.Requests {
+		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage || q.IsZero() {
+			continue
+		}
+		if have, ok := node.Status.Allocatable[name]; !ok || have.IsZero() {
+			return fmt.Sprintf("extended resource %s is not registered", name)
+		}
+	}
+	return ""
+}
+
+func (c *Controller) setCondition(nc *v1.NodeClaim, kind string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: kind, Status: status, Reason: reason,
+		Message: message, ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now())})
+}

@@ -1,0 +1,41 @@
+package provisioning
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodetailor/tailor/pkg/state"
+)
+
+// PodTrigger wakes the provisioner when a pod the kube-scheduler could not place
+// appears or changes.
+type PodTrigger struct {
+	kube        client.Client
+	provisioner *Provisioner
+}
+
+// NewPodTrigger returns the controller.
+func NewPodTrigger(kube client.Client, p *Provisioner) *PodTrigger {
+	return &PodTrigger{kube: kube, provisioner: p}
+}
+
+// Register adds the controller to a manager.
+func (c *PodTrigger) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("provisioning.pods").For(&corev1.Pod{}).Complete(c)
+}
+
+// Reconcile triggers a batch for a provisionable pod.
+func (c *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := c.kube.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if state.Provisionable(pod) {
+		c.provisioner.Trigger()
+	}
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,145 @@
+// Package operator wires Tailor's controllers into one controller-runtime manager:
+// options, scheme, cloud provider, metrics, health probes and leader election.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/state"
+)
+
+// Options configure the controller; cmd/tailor parses them from flags.
+type Options struct {
+	// Kubeconfig is a kubeconfig file; empty means in-cluster, or $KUBECONFIG.
+	Kubeconfig    string
+	CloudProvider string
+	BatchIdle     time.Duration
+	BatchMax      time.Duration
+	// MetricsAddr and HealthAddr are listen addresses; "0" turns one off.
+	MetricsAddr             string
+	HealthAddr              string
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	// UnavailableOfferingsTTL is how long an offering that ran out of capacity is
+	// avoided.
+	UnavailableOfferingsTTL time.Duration
+}
+
+// DefaultOptions are the flags' defaults.
+func DefaultOptions() Options {
+	return Options{CloudProvider: "sim", BatchIdle: time.Second, BatchMax: 10 * time.Second,
+		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElection: true, LeaderElectionNamespace: "kube-system",
+		UnavailableOfferingsTTL: 3 * time.Minute}
+}
+
+// Scheme knows the kinds Tailor reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// RESTConfig loads the cluster credentials the options name.
+func RESTConfig(opts Options) (*rest.Config, error) {
+	if opts.Kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+// Run starts the controller and blocks until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	if opts.CloudProvider != "sim" {
+		return fmt.Errorf("cloud provider %q: only sim is available", opts.CloudProvider)
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.HealthAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "tailor-controller",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	clk := clock.RealClock{}
+	kube := mgr.GetClient()
+	recorder := mgr.GetEventRecorderFor("tailor")
+
+	cpm, err := cpmetrics.NewMetrics(metrics.Registry)
+	if err != nil {
+		return err
+	}
+	simCloud := sim.New(kube, clk)
+	cloud := cpmetrics.Decorate(simCloud, cpm)
+	if err := provisioning.RegisterMetrics(metrics.Registry); err != nil {
+		return err
+	}
+	unavailable := cloudprovider.NewUnavailableOfferings(clk, opts.UnavailableOfferingsTTL)
+	instanceTypes := func(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
+		types, err := cloud.InstanceTypes(ctx, np)
+		if err != nil {
+			return nil, err
+		}
+		return unavailable.Apply(types), nil
+	}
+	provisioner := provisioning.NewProvisioner(kube, state.New(kube), instanceTypes, recorder, clk,
+		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax})
+
+	// Every controller, in one explicit list.
+	if err := mgr.Add(provisioner); err != nil {
+		return err
+	}
+	if err := provisioning.NewPodTrigger(kube, provisioner).Register(mgr); err != nil {
+		return err
+	}
+	if err := lifecycle.NewController(kube, cloud, unavailable, recorder, clk).Register(ctx, mgr); err != nil {
+		return err
+	}
+	if err := sim.NewRegistrar(kube, simCloud, clk).Register(mgr); err != nil {
+		return err
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("cache not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

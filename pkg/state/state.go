@@ -1,0 +1,179 @@
+// Package state is Tailor's view of the cluster, read from the informer cache: the
+// nodes and the pods bound to them, the NodeClaims still launching, the pods the
+// kube-scheduler could not place, NodePools, DaemonSets and volumes. Its product is
+// the scheduling engine's input.
+package state
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// Cluster reads the cluster through a (cache-backed) reader.
+type Cluster struct {
+	kube client.Reader
+}
+
+// New returns a view reading through kube.
+func New(kube client.Reader) *Cluster { return &Cluster{kube: kube} }
+
+// Snapshot is what one provisioning decision needs.
+type Snapshot struct {
+	Input *scheduling.Input
+	// NodePools are the NodePools that may launch nodes (not being deleted).
+	NodePools []*v1.NodePool
+	// Claims are all NodeClaims, for bookkeeping by the caller.
+	Claims []*v1.NodeClaim
+}
+
+// read lists without deep copies: a snapshot is only read.
+var read = client.UnsafeDisableDeepCopy
+
+// Snapshot gathers the pending pods and everything they could go to. instanceTypes
+// supplies each NodePool's instance types.
+func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool) ([]*scheduling.InstanceType, error)) (*Snapshot, error) {
+	var pods corev1.PodList
+	var nodes corev1.NodeList
+	var claims v1.NodeClaimList
+	var pools v1.NodePoolList
+	var daemonSets appsv1.DaemonSetList
+	var pvcs corev1.PersistentVolumeClaimList
+	var pvs corev1.PersistentVolumeList
+	var classes storagev1.StorageClassList
+	var namespaces corev1.NamespaceList
+	for _, list := range []client.ObjectList{&pods, &nodes, &claims, &pools, &daemonSets, &pvcs, &pvs, &classes, &namespaces} {
+		if err := c.kube.List(ctx, list, read); err != nil {
+			return nil, fmt.Errorf("listing %T: %w", list, err)
+		}
+	}
+	in := &scheduling.Input{}
+	snap := &Snapshot{Input: in}
+	bound := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		switch {
+		case p.Spec.NodeName != "":
+			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+		case Provisionable(p):
+			in.Pods = append(in.Pods, p)
+		}
+	}
+	registered := map[string]bool{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		registered[n.Spec.ProviderID] = true
+		if n.DeletionTimestamp != nil {
+			continue // going away: its pods will need a place, not its room
+		}
+		in.Nodes = append(in.Nodes, &scheduling.Node{Node: n, Pods: bound[n.Name]})
+	}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		snap.Claims = append(snap.Claims, nc)
+		if nc.DeletionTimestamp != nil || (nc.Status.ProviderID != "" && registered[nc.Status.ProviderID]) {
+			continue
+		}
+		in.Nodes = append(in.Nodes, &scheduling.Node{Node: LaunchingNode(nc), Launching: true})
+	}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		if np.DeletionTimestamp != nil {
+			continue
+		}
+		types, err := instanceTypes(np)
+		if err != nil {
+			return nil, fmt.Errorf("instance types of NodePool %s: %w", np.Name, err)
+		}
+		snap.NodePools = append(snap.NodePools, np)
+		in.NodePools = append(in.NodePools, &scheduling.NodePool{NodePool: np, InstanceTypes: types})
+	}
+	for i := range daemonSets.Items {
+		ds := &daemonSets.Items[i]
+		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
+		p.Name, p.Namespace = ds.Name, ds.Namespace
+		in.DaemonSets = append(in.DaemonSets, p)
+	}
+	for i := range pvcs.Items {
+		in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, &pvcs.Items[i])
+	}
+	for i := range pvs.Items {
+		in.PersistentVolumes = append(in.PersistentVolumes, &pvs.Items[i])
+	}
+	for i := range classes.Items {
+		in.StorageClasses = append(in.StorageClasses, &classes.Items[i])
+	}
+	for i := range namespaces.Items {
+		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
+	}
+	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return snap, nil
+}
+
+// Provisionable reports a pod Tailor should find room for: pending, marked
+// unschedulable by the kube-scheduler, not finished or being deleted, and not a
+// DaemonSet's (those follow nodes rather than cause them).
+func Provisionable(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, ref := range p.OwnerReferences {
+		if ref.Kind == "DaemonSet" {
+			return false
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// LaunchingNode describes the node a NodeClaim will become: the labels its
+// requirements settle, its taints, and the room it was sized for (its allocatable
+// once launched, else the requests it was created for).
+func LaunchingNode(nc *v1.NodeClaim) *corev1.Node {
+	labels := map[string]string{}
+	for _, r := range nc.Spec.Requirements {
+		if r.Operator == v1.NodeSelectorOpIn && len(r.Values) == 1 {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	for k, v := range nc.Labels {
+		labels[k] = v
+	}
+	name := nc.Status.NodeName
+	if name == "" {
+		name = "nodeclaim/" + nc.Name
+	}
+	labels[corev1.LabelHostname] = name
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec: corev1.NodeSpec{Taints: nc.Spec.Taints}}
+	alloc := nc.Status.Allocatable
+	if len(alloc) == 0 {
+		alloc = nc.Spec.Resources.Requests.DeepCopy()
+		if _, ok := alloc[corev1.ResourcePods]; !ok {
+			alloc[corev1.ResourcePods] = resource.MustParse("110")
+		}
+	}
+	node.Status.Allocatable = alloc
+	node.Status.Capacity = nc.Status.Capacity
+	if len(node.Status.Capacity) == 0 {
+		node.Status.Capacity = alloc
+	}
+	return node
+}

@@ -1,0 +1,96 @@
+// Package e2e runs Tailor against the real local control plane: kube-apiserver,
+// etcd, kube-scheduler, kube-controller-manager and kwok, with the sim cloud.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/config/crd"
+	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/pkg/operator"
+)
+
+var kube client.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start, startCancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer startCancel()
+	cluster, err := localcluster.Start(start, localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cluster.Stop()
+	if err := crd.Install(start, cluster.Config); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	scheme, err := operator.Scheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if kube, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	logFile, err := os.Create(cluster.Dir + "/tailor.log")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer logFile.Close()
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	opts := operator.DefaultOptions()
+	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, "0", "0"
+	opts.BatchIdle, opts.BatchMax = time.Second, 10*time.Second
+	done := make(chan error, 1)
+	go func() { done <- operator.Run(ctx, cluster.Config, opts) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		code = 1
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "controller log: %s (kept: the cluster directory is removed)\n", logFile.Name())
+		if data, err := os.ReadFile(logFile.Name()); err == nil {
+			tail := data
+			if len(tail) > 8000 {
+				tail = tail[len(tail)-8000:]
+			}
+			fmt.Fprintf(os.Stderr, "--- end of the controller log ---\n%s\n", tail)
+		}
+	}
+	return code
+}
+
+func simNodeClass(name string) *v1alpha1.SimNodeClass {
+	return &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func nodePool(name, nodeClass string, mutate func(*v1.NodePool)) *v1.NodePool {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: nodeClass}
+	if mutate != nil {
+		mutate(np)
+	}
+	return np
+}

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+func deployment(name string, replicas int32, cpu, memory string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}}},
+			},
+		},
+	}
+	if mutate != nil {
+		mutate(&d.Spec.Template.Spec)
+	}
+	return d
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := kube.Create(t.Context(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+		t.Cleanup(func() { _ = kube.Delete(context.Background(), o) })
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	last := ""
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, state := cond(ctx)
+		last = state
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s; last state: %s", what, timeout, last)
+	}
+}
+
+// The seed example end to end: a Deployment of 10 replicas of 1 cpu and 1Gi, from 0
+// to all Running on nodes Tailor launched.
+func TestDeploymentScalesUp(t *testing.T) {
+	create(t, simNodeClass("default"), nodePool("default", "default", nil))
+	create(t, deployment("inflate", 10, "1", "1Gi", nil))
+	eventually(t, 3*time.Minute, "10 inflate pods running", func(ctx context.Context) (bool, string) {
+		pods := &corev1.PodList{}
+		if err := kube.List(ctx, pods, client.MatchingLabels{"app": "inflate"}); err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 10, fmt.Sprintf("%d of %d pods running", running, len(pods.Items))
+	})
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), claims); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) == 0 {
+		t.Fatal("no NodeClaims")
+	}
+	for _, nc := range claims.Items {
+		for _, cond := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeReady} {
+			if !meta.IsStatusConditionTrue(nc.Status.Conditions, cond) {
+				t.Errorf("NodeClaim %s is not %s: %v", nc.Name, cond, nc.Status.Conditions)
+			}
+		}
+		node := &corev1.Node{}
+		if err := kube.Get(t.Context(), client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
+			t.Errorf("NodeClaim %s: node %q: %v", nc.Name, nc.Status.NodeName, err)
+			continue
+		}
+		if node.Labels[v1.NodePoolLabelKey] != "default" || node.Labels[v1.NodeInitializedLabelKey] != "true" || node.Labels[v1.NodeRegisteredLabelKey] != "true" {
+			t.Errorf("node %s labels %v", node.Name, node.Labels)
+		}
+		for _, taint := range node.Spec.Taints {
+			if taint.Key == v1.UnregisteredNoExecuteTaint.Key {
+				t.Errorf("node %s still has %s", node.Name, taint.Key)
+			}
+		}
+	}
+	// Tailor provisions once: the pods fit the nodes of the first plan.
+	time.Sleep(3 * time.Second)
+	again := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Items) != len(claims.Items) {
+		t.Errorf("%d NodeClaims after the pods ran, %d before: provisioned twice", len(again.Items), len(claims.Items))
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
+	"github.com/nodetailor/tailor/pkg/controllers/termination"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -105,6 +106,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := provisioning.RegisterMetrics(metrics.Registry); err != nil {
 		return err
 	}
+	if err := termination.RegisterMetrics(metrics.Registry); err != nil {
+		return err
+	}
 	unavailable := cloudprovider.NewUnavailableOfferings(clk, opts.UnavailableOfferingsTTL)
 	instanceTypes := func(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
 		types, err := cloud.InstanceTypes(ctx, np)
@@ -124,6 +128,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	if err := lifecycle.NewController(kube, cloud, unavailable, recorder, clk).Register(ctx, mgr); err != nil {
+		return err
+	}
+	if err := termination.NewController(kube, cloud, recorder, clk).Register(ctx, mgr); err != nil {
 		return err
 	}
 	if err := sim.NewRegistrar(kube, simCloud, clk).Register(mgr); err != nil {

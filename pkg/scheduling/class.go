@@ -215,15 +215,26 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 		}
 	}
 	if aff != nil && aff.PodAffinity != nil {
-		for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			g, err := s.affinityGroup(affinityGroup, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], pod)
+		// One pod must meet every required term: for each term's domains the
+		// kube-scheduler counts only the pods that match all the terms.
+		required := aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		selections := make([]podSelection, len(required))
+		for i := range required {
+			sel, err := s.termSelection(&required[i], pod)
+			if err != nil {
+				return fail("pod affinity: %v", err)
+			}
+			selections[i] = sel
+		}
+		for i := range required {
+			g, err := s.affinityGroup(affinityGroup, &required[i], pod, slices.Concat(selections[:i], selections[i+1:]))
 			if err != nil {
 				return fail("pod affinity: %v", err)
 			}
 			c.affinity = append(c.affinity, g)
 		}
 		for i := range aff.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			g, err := s.affinityGroup(affinityGroup, &aff.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, pod)
+			g, err := s.affinityGroup(affinityGroup, &aff.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, pod, nil)
 			if err != nil {
 				return fail("preferred pod affinity: %v", err)
 			}
@@ -232,14 +243,14 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 	}
 	if aff != nil && aff.PodAntiAffinity != nil {
 		for i := range aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			g, err := s.affinityGroup(antiAffinityGroup, &aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], pod)
+			g, err := s.affinityGroup(antiAffinityGroup, &aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], pod, nil)
 			if err != nil {
 				return fail("pod anti-affinity: %v", err)
 			}
 			c.anti = append(c.anti, g)
 		}
 		for i := range aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			g, err := s.affinityGroup(antiAffinityGroup, &aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, pod)
+			g, err := s.affinityGroup(antiAffinityGroup, &aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm, pod, nil)
 			if err != nil {
 				return fail("preferred pod anti-affinity: %v", err)
 			}

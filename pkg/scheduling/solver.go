@@ -435,7 +435,16 @@ func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, 
 	if tsc.MinDomains != nil {
 		minDomains = *tsc.MinDomains
 	}
-	extra := fmt.Sprintf("%d/%d/%v/%v", tsc.MaxSkew, minDomains, honorAffinity, honorTaints)
+	// The kube-scheduler counts only the nodes that have the keys of all the pod's
+	// constraints of the same kind (DoNotSchedule or ScheduleAnyway).
+	var others []string
+	for _, o := range pod.Spec.TopologySpreadConstraints {
+		if o.WhenUnsatisfiable == tsc.WhenUnsatisfiable && o.TopologyKey != tsc.TopologyKey && !slices.Contains(others, o.TopologyKey) {
+			others = append(others, o.TopologyKey)
+		}
+	}
+	slices.Sort(others)
+	extra := fmt.Sprintf("%d/%d/%v/%v/%s", tsc.MaxSkew, minDomains, honorAffinity, honorTaints, strings.Join(others, ","))
 	if honorAffinity || honorTaints {
 		extra += "/" + c.key // eligibility depends on this class's affinity and tolerations
 	}
@@ -443,10 +452,13 @@ func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, 
 	if g, ok := s.groups[key]; ok {
 		return g, nil
 	}
-	g := &group{kind: spreadGroup, key: tsc.TopologyKey, selector: sel, namespaces: []string{pod.Namespace},
-		maxSkew: tsc.MaxSkew, minDomains: minDomains, counts: map[string]int32{}}
-	if honorAffinity || honorTaints {
+	g := &group{kind: spreadGroup, key: tsc.TopologyKey, podSelection: podSelection{selector: sel, namespaces: []string{pod.Namespace}},
+		maxSkew: tsc.MaxSkew, minDomains: minDomains, others: others, counts: map[string]int32{}}
+	if honorAffinity || honorTaints || len(others) > 0 {
 		g.eligible = func(n *simNode) bool {
+			if !hasLabels(n.reqs, others) {
+				return false
+			}
 			if honorAffinity && !admitsAny(n.reqs, c.terms) {
 				return false
 			}
@@ -459,21 +471,36 @@ func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, 
 	return g, nil
 }
 
-// affinityGroup finds or makes the group for a pod affinity or anti-affinity term.
-func (s *solver) affinityGroup(kind groupKind, term *corev1.PodAffinityTerm, pod *corev1.Pod) (*group, error) {
+// termSelection resolves the pods a pod affinity or anti-affinity term of pod
+// selects.
+func (s *solver) termSelection(term *corev1.PodAffinityTerm, pod *corev1.Pod) (podSelection, error) {
 	sel, err := affinitySelector(term, pod.Labels)
 	if err != nil {
-		return nil, err
+		return podSelection{}, err
 	}
 	nss, all, err := termNamespaces(term, pod.Namespace, s.namespaces)
 	if err != nil {
+		return podSelection{}, err
+	}
+	return podSelection{selector: sel, namespaces: nss, allNamespaces: all}, nil
+}
+
+// affinityGroup finds or makes the group for a pod affinity or anti-affinity term;
+// a pod counts when it matches the term and every selection in also.
+func (s *solver) affinityGroup(kind groupKind, term *corev1.PodAffinityTerm, pod *corev1.Pod, also []podSelection) (*group, error) {
+	own, err := s.termSelection(term, pod)
+	if err != nil {
 		return nil, err
 	}
-	key := groupKey(kind, term.TopologyKey, sel, nss, all, "")
+	var extra strings.Builder
+	for i := range also {
+		extra.WriteString("&" + also[i].String())
+	}
+	key := groupKey(kind, term.TopologyKey, own.selector, own.namespaces, own.allNamespaces, extra.String())
 	if g, ok := s.groups[key]; ok {
 		return g, nil
 	}
-	g := &group{kind: kind, key: term.TopologyKey, selector: sel, namespaces: nss, allNamespaces: all,
+	g := &group{kind: kind, key: term.TopologyKey, podSelection: own, also: also,
 		counts: map[string]int32{}, owners: map[string]int32{}}
 	s.groups[key] = g
 	s.groupList = append(s.groupList, g)
@@ -497,7 +524,7 @@ func (s *solver) spreadDomains() {
 			continue
 		}
 		for _, ps := range s.pools {
-			if !admitsAny(ps.reqs, c.terms) {
+			if !admitsAny(ps.reqs, c.terms) || !hasLabels(ps.reqs, g.others) {
 				continue
 			}
 			if g.key == v1.LabelHostname {
@@ -529,7 +556,8 @@ func termsAllow(terms []Requirements, key, d string) bool {
 }
 
 // countExistingPods records the pods already bound to nodes in the groups they
-// match, and the anti-affinity terms they own.
+// match, and the anti-affinity terms they own. A terminating pod counts, as in the
+// kube-scheduler, for pod affinity and anti-affinity but not for spreads.
 func (s *solver) countExistingPods(nodes []*Node) {
 	byName := map[string]*simNode{}
 	for _, n := range s.nodes {
@@ -538,18 +566,18 @@ func (s *solver) countExistingPods(nodes []*Node) {
 	for _, in := range nodes {
 		n := byName[in.Node.Name]
 		for _, p := range in.Pods {
-			if terminal(p) || p.DeletionTimestamp != nil {
+			if terminal(p) {
 				continue
 			}
 			lbls := labelsOf(p)
 			for _, g := range s.groupList {
-				if g.matches(p.Namespace, lbls) {
+				if (g.kind != spreadGroup || p.DeletionTimestamp == nil) && g.matches(p.Namespace, lbls) {
 					s.record(g, n, 1)
 				}
 			}
 			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
 				for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-					g, err := s.affinityGroup(antiAffinityGroup, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], p)
+					g, err := s.affinityGroup(antiAffinityGroup, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], p, nil)
 					if err != nil {
 						continue // the API server accepted it; a selector we cannot parse blocks nothing
 					}
@@ -583,6 +611,22 @@ func (s *solver) record(g *group, n *simNode, delta int32) {
 	}
 	g.counts[d] += delta
 	g.total += delta
+}
+
+// hasLabel reports whether a node described by reqs has a label for key (for a
+// planned node: will have one, whatever it becomes).
+func hasLabel(reqs Requirements, key string) bool {
+	r, ok := reqs.Get(key)
+	return ok && !r.AllowsAbsent() && r.Satisfiable()
+}
+
+func hasLabels(reqs Requirements, keys []string) bool {
+	for _, k := range keys {
+		if !hasLabel(reqs, k) {
+			return false
+		}
+	}
+	return true
 }
 
 // domain returns the node's value for a topology key, when it is settled.
@@ -1278,10 +1322,15 @@ func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, 
 			}
 		}
 		for _, g := range v.affinity {
-			if g.key != key || selfOK {
+			if g.key != key {
 				continue
 			}
-			if !has || g.counts[d] == 0 {
+			// The first pod of a group that selects itself goes anywhere, but only to
+			// a node with the key.
+			if !has {
+				return false, why("node has no label %s for its pod affinity", key)
+			}
+			if !selfOK && g.counts[d] == 0 {
 				return false, why("pod affinity on %s: no matching pod in %s=%s", key, key, d)
 			}
 		}

@@ -27,19 +27,21 @@ func (k groupKind) String() string {
 // pod affinity or anti-affinity term) per domain of its topology key. Pods sharing a
 // constraint share its group.
 type group struct {
-	kind     groupKind
-	key      string
-	selector labels.Selector
-	// namespaces the selector applies to; allNamespaces when a namespaceSelector
-	// matches everything.
-	namespaces    []string
-	allNamespaces bool
+	kind groupKind
+	key  string
+	podSelection
+	// also are more selections a pod must match to count: for a required pod
+	// affinity term, the pod's other required terms, as one pod must meet them all.
+	also []podSelection
 
 	// Spread only.
 	maxSkew    int32
 	minDomains int32
+	// others are the keys of the owner's other spread constraints of the same kind:
+	// a node without one of them does not count.
+	others []string
 	// eligible, when set, says whether a node's pods and domain count for the spread
-	// (nodeAffinityPolicy and nodeTaintsPolicy Honor).
+	// (nodeAffinityPolicy and nodeTaintsPolicy Honor, others).
 	eligible func(*simNode) bool
 
 	counts map[string]int32 // matching pods per domain
@@ -54,13 +56,38 @@ type group struct {
 	owner *podClass
 }
 
-func (g *group) matches(ns string, lbls labels.Set) bool {
-	if !g.allNamespaces {
-		if _, ok := slices.BinarySearch(g.namespaces, ns); !ok {
+// podSelection is the pods a constraint selects: its selector, over namespaces.
+type podSelection struct {
+	selector labels.Selector
+	// namespaces the selector applies to, sorted; allNamespaces when a
+	// namespaceSelector matches everything.
+	namespaces    []string
+	allNamespaces bool
+}
+
+func (p *podSelection) matches(ns string, lbls labels.Set) bool {
+	if !p.allNamespaces {
+		if _, ok := slices.BinarySearch(p.namespaces, ns); !ok {
 			return false
 		}
 	}
-	return g.selector.Matches(lbls)
+	return p.selector.Matches(lbls)
+}
+
+func (p *podSelection) String() string {
+	return fmt.Sprintf("%s|%v|%s", selectorKey(p.selector), p.allNamespaces, strings.Join(p.namespaces, ","))
+}
+
+func (g *group) matches(ns string, lbls labels.Set) bool {
+	if !g.podSelection.matches(ns, lbls) {
+		return false
+	}
+	for i := range g.also {
+		if !g.also[i].matches(ns, lbls) {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *group) addDomain(d string) {

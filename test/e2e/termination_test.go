@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+)
+
+// runningOn waits for n pods of app to run and returns the nodes they run on.
+func runningOn(t *testing.T, app string, n int) map[string]int {
+	t.Helper()
+	nodes := map[string]int{}
+	eventually(t, 3*time.Minute, fmt.Sprintf("%d %s pods running", n, app), func(ctx context.Context) (bool, string) {
+		pods := &corev1.PodList{}
+		if err := kube.List(ctx, pods, client.MatchingLabels{"app": app}); err != nil {
+			return false, err.Error()
+		}
+		clear(nodes)
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
+				nodes[p.Spec.NodeName]++
+			}
+		}
+		return running == n, fmt.Sprintf("%d of %d running", running, len(pods.Items))
+	})
+	return nodes
+}
+
+func claimOfNode(t *testing.T, node string) *v1.NodeClaim {
+	t.Helper()
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), claims); err != nil {
+		t.Fatal(err)
+	}
+	for i := range claims.Items {
+		if claims.Items[i].Status.NodeName == node {
+			return &claims.Items[i]
+		}
+	}
+	t.Fatalf("no NodeClaim for node %s", node)
+	return nil
+}
+
+func gone(ctx context.Context, o client.Object) bool {
+	err := kube.Get(ctx, client.ObjectKeyFromObject(o), o)
+	return apierrors.IsNotFound(err)
+}
+
+// Deleting a NodeClaim drains its node through the Eviction API, holds while a
+// PodDisruptionBudget says no, then removes the node and terminates the instance.
+func TestDeleteNodeClaimDrainsHonouringPDB(t *testing.T) {
+	create(t, simNodeClass("drain"), nodePool("drain", "drain", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "drain"}
+	}))
+	selectPool := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "drain"} }
+	create(t, deployment("guarded", 2, "500m", "512Mi", selectPool))
+	nodes := runningOn(t, "guarded", 2)
+	minAvailable := intstr.FromInt32(2)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &minAvailable, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}}}
+	create(t, pdb)
+	var node string
+	for n := range nodes {
+		node = n
+	}
+	claim := claimOfNode(t, node)
+	if err := kube.Delete(t.Context(), claim); err != nil {
+		t.Fatal(err)
+	}
+	// The PDB holds the drain: the node is tainted, the pods stay.
+	eventually(t, time.Minute, "node tainted karpenter.sh/disrupted", func(ctx context.Context) (bool, string) {
+		n := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+			return false, err.Error()
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == v1.DisruptedNoScheduleTaint.Key {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("taints %v", n.Spec.Taints)
+	})
+	time.Sleep(5 * time.Second)
+	if gone(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}) {
+		t.Fatal("the node went although the PodDisruptionBudget allowed no eviction")
+	}
+	if running := runningOn(t, "guarded", 2); running[node] == 0 {
+		t.Fatalf("pods left %s despite the PodDisruptionBudget: %v", node, running)
+	}
+	// Relax the budget: the drain completes, the pods move, the node and instance go.
+	if err := kube.Get(t.Context(), client.ObjectKeyFromObject(pdb), pdb); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	pdb.Spec.MinAvailable = &one
+	if err := kube.Update(t.Context(), pdb); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "node and NodeClaim gone", func(ctx context.Context) (bool, string) {
+		nodeGone := gone(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		claimGone := gone(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name}})
+		return nodeGone && claimGone, fmt.Sprintf("node gone %v, claim gone %v", nodeGone, claimGone)
+	})
+	instances := &v1alpha1.SimInstanceList{}
+	if err := kube.List(t.Context(), instances); err != nil {
+		t.Fatal(err)
+	}
+	for _, inst := range instances.Items {
+		if inst.Spec.NodeClaim == claim.Name {
+			t.Errorf("instance %s of the deleted claim still exists", inst.Name)
+		}
+	}
+	after := runningOn(t, "guarded", 2)
+	if after[node] != 0 {
+		t.Errorf("pods still on the removed node: %v", after)
+	}
+}

@@ -23,7 +23,9 @@ import (
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/nodetailor/tailor/pkg/controllers/nodepool"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
 	"github.com/nodetailor/tailor/pkg/controllers/termination"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -45,13 +47,15 @@ type Options struct {
 	// UnavailableOfferingsTTL is how long an offering that ran out of capacity is
 	// avoided.
 	UnavailableOfferingsTTL time.Duration
+	// GCInterval is how often leaked instances and vanished ones are looked for.
+	GCInterval time.Duration
 }
 
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{CloudProvider: "sim", BatchIdle: time.Second, BatchMax: 10 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElection: true, LeaderElectionNamespace: "kube-system",
-		UnavailableOfferingsTTL: 3 * time.Minute}
+		UnavailableOfferingsTTL: 3 * time.Minute, GCInterval: 30 * time.Second}
 }
 
 // Scheme knows the kinds Tailor reads and writes.
@@ -133,7 +137,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := termination.NewController(kube, cloud, recorder, clk).Register(ctx, mgr); err != nil {
 		return err
 	}
+	if err := mgr.Add(garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval)); err != nil {
+		return err
+	}
+	if err := nodepool.NewController(kube).Register(mgr); err != nil {
+		return err
+	}
 	if err := sim.NewRegistrar(kube, simCloud, clk).Register(mgr); err != nil {
+		return err
+	}
+	if err := sim.NewNodeClassController(kube, simCloud).Register(mgr); err != nil {
 		return err
 	}
 

@@ -41,6 +41,9 @@ type Node struct {
 type NodePool struct {
 	NodePool      *v1.NodePool
 	InstanceTypes []*InstanceType
+	// Unavailable, when set, says why the pool cannot launch anything now (its
+	// NodeClass is missing, say); pods get it as the pool's reason.
+	Unavailable string
 }
 
 // Options tune a solve.

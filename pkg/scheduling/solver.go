@@ -57,14 +57,15 @@ type simNode struct {
 }
 
 type poolState struct {
-	name    string
-	weight  int32
-	pool    *v1.NodePool
-	reqs    Requirements // template requirements and labels, and what the types offer
-	taints  []corev1.Taint
-	startup []corev1.Taint
-	types   []*typeInfo // compatible types with an available offering, cheapest first
-	ranked  []*typeInfo // the same, best score first (see rank)
+	name        string
+	unavailable string
+	weight      int32
+	pool        *v1.NodePool
+	reqs        Requirements // template requirements and labels, and what the types offer
+	taints      []corev1.Taint
+	startup     []corev1.Taint
+	types       []*typeInfo // compatible types with an available offering, cheapest first
+	ranked      []*typeInfo // the same, best score first (see rank)
 
 	limited  []int // resource positions the pool limits
 	limits   Resources
@@ -267,7 +268,7 @@ func (s *solver) addPools(pools []*NodePool) error {
 			return fmt.Errorf("NodePool %s: %w", p.Name, err)
 		}
 		reqs = reqs.With(Requirement{Key: v1.NodePoolLabelKey, values: []string{p.Name}})
-		ps := &poolState{name: p.Name, pool: p, taints: p.Spec.Template.Spec.Taints,
+		ps := &poolState{name: p.Name, pool: p, unavailable: np.Unavailable, taints: p.Spec.Template.Spec.Taints,
 			startup: p.Spec.Template.Spec.StartupTaints, domainsK: map[string][]string{}}
 		if p.Spec.Weight != nil {
 			ps.weight = *p.Spec.Weight
@@ -914,6 +915,9 @@ func (s *solver) poolReason(v *variant, ps *poolState) string {
 	effects := []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute}
 	if v.softTaint {
 		effects = append(effects, corev1.TaintEffectPreferNoSchedule)
+	}
+	if ps.unavailable != "" {
+		return ps.unavailable
 	}
 	if t := Untolerated(v.class.tolerations, ps.taints, effects...); t != nil {
 		return fmt.Sprintf("taint %s not tolerated", taintString(t))

@@ -60,6 +60,7 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 	}
 	in := &scheduling.Input{}
 	snap := &Snapshot{Input: in}
+	var err error
 	bound := map[string][]*corev1.Pod{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -92,12 +93,13 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		if np.DeletionTimestamp != nil {
 			continue
 		}
-		types, err := instanceTypes(np)
-		if err != nil {
-			return nil, fmt.Errorf("instance types of NodePool %s: %w", np.Name, err)
+		pool := &scheduling.NodePool{NodePool: np}
+		// One broken NodePool (its NodeClass missing, say) must not stop the others.
+		if pool.InstanceTypes, err = instanceTypes(np); err != nil {
+			pool.Unavailable = err.Error()
 		}
 		snap.NodePools = append(snap.NodePools, np)
-		in.NodePools = append(in.NodePools, &scheduling.NodePool{NodePool: np, InstanceTypes: types})
+		in.NodePools = append(in.NodePools, pool)
 	}
 	for i := range daemonSets.Items {
 		ds := &daemonSets.Items[i]

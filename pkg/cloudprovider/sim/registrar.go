@@ -60,8 +60,9 @@ func (r *Registrar) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if err := r.kube.Create(ctx, r.node(ctx, inst)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return reconcile.Result{}, fmt.Errorf("registering the node of %s: %w", inst.Name, err)
 	}
+	base := inst.DeepCopy()
 	inst.Status.State, inst.Status.NodeName = "Running", inst.Name
-	return reconcile.Result{}, r.kube.Status().Update(ctx, inst)
+	return reconcile.Result{}, client.IgnoreNotFound(r.kube.Status().Patch(ctx, inst, client.MergeFrom(base)))
 }
 
 func (r *Registrar) node(ctx context.Context, inst *v1alpha1.SimInstance) *corev1.Node {

@@ -33,6 +33,10 @@ const ProviderIDPrefix = "sim://"
 // InstanceLabel names, on a Node, the SimInstance behind it.
 const InstanceLabel = v1alpha1.Group + "/instance"
 
+// NodeClaimLabel names, on a SimInstance, the claim it was launched for; launching
+// is idempotent per claim, as a cloud API's client token makes it.
+const NodeClaimLabel = v1alpha1.Group + "/nodeclaim"
+
 // CloudProvider is the simulated cloud.
 type CloudProvider struct {
 	kube  client.Client
@@ -173,6 +177,16 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if best == nil {
 		return nil, &cloudprovider.InsufficientCapacityError{Offerings: tried}
 	}
+	// A launch retried after a crash returns the instance already made for the claim.
+	existing := &v1alpha1.SimInstanceList{}
+	if err := c.kube.List(ctx, existing, client.MatchingLabels{NodeClaimLabel: claim.Name}); err != nil {
+		return nil, err
+	}
+	for i := range existing.Items {
+		if inst := &existing.Items[i]; inst.DeletionTimestamp == nil {
+			return c.describe(inst, c.typeOf(inst), claim), nil
+		}
+	}
 	if d := nc.Spec.LaunchDelay.Duration; d > 0 {
 		select {
 		case <-ctx.Done():
@@ -185,7 +199,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		return nil, err
 	}
 	inst := &v1alpha1.SimInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: claim.Labels[v1.NodePoolLabelKey]}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: claim.Labels[v1.NodePoolLabelKey], NodeClaimLabel: claim.Name}},
 		Spec: v1alpha1.SimInstanceSpec{NodeClaim: claim.Name, NodeClass: nc.Name, InstanceType: best.Name, Zone: offer.Zone,
 			CapacityType: offer.CapacityType, ImageID: nc.Spec.ImageID, Price: strconv.FormatFloat(offer.Price, 'f', -1, 64),
 			RegisterAfter: metav1.NewTime(c.clock.Now().Add(nc.Spec.RegistrationDelay.Duration))},

@@ -120,6 +120,11 @@ func TestLaunchRegisterTerminate(t *testing.T) {
 	if _, err := cloud.Get(ctx, launched.Status.ProviderID); err != nil {
 		t.Errorf("Get: %v", err)
 	}
+	// Launching again for the same claim (a retry after a crash) makes no second instance.
+	again, err := cloud.Create(ctx, c)
+	if err != nil || again.Status.ProviderID != launched.Status.ProviderID {
+		t.Errorf("second launch for the claim: %v, %v; want the same instance %s", again.Status.ProviderID, err, launched.Status.ProviderID)
+	}
 	all, err := cloud.List(ctx)
 	if err != nil || len(all) != 1 || all[0].Status.ProviderID != launched.Status.ProviderID {
 		t.Errorf("List: %v, %v", all, err)

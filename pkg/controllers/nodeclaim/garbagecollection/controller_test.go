@@ -1,0 +1,105 @@
+package garbagecollection
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/config/crd"
+	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
+	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
+)
+
+var kube client.Client
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cluster, err := localcluster.Start(ctx, localcluster.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cluster.Stop()
+		if err := crd.Install(ctx, cluster.Config); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		scheme := runtime.NewScheme()
+		_ = clientgoscheme.AddToScheme(scheme)
+		_ = v1.AddToScheme(scheme)
+		if kube, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+func TestLeaksAndVanishedInstances(t *testing.T) {
+	ctx := t.Context()
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := fake.New(schedtest.SyntheticTypes(2))
+	gc := NewController(kube, cloud, record.NewFakeRecorder(10), clk, time.Minute)
+
+	ref := &v1.NodeClassReference{Group: "tailor.sh", Kind: "SimNodeClass", Name: "default"}
+	newClaim := func(name string) *v1.NodeClaim {
+		return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeClaimSpec{NodeClassRef: ref,
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"fake-it-0"}}}}}
+	}
+	// An instance whose claim recorded it, one whose claim is still launching, and
+	// one nobody owns.
+	owned := newClaim("owned")
+	if err := kube.Create(ctx, owned); err != nil {
+		t.Fatal(err)
+	}
+	launchedOwned, _ := cloud.Create(ctx, owned)
+	owned.Status.ProviderID = launchedOwned.Status.ProviderID
+	meta.SetStatusCondition(&owned.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.NewTime(clk.Now())})
+	if err := kube.Status().Update(ctx, owned); err != nil {
+		t.Fatal(err)
+	}
+	launching := newClaim("launching")
+	if err := kube.Create(ctx, launching); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cloud.Create(ctx, launching)
+	_, _ = cloud.Create(ctx, newClaim("leaked"))
+
+	if err := gc.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cloud.Instances() != 3 {
+		t.Fatalf("%d instances after the first pass; a leak is only terminated after the grace period", cloud.Instances())
+	}
+	clk.Step(Grace + time.Second)
+	if err := gc.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cloud.Instances() != 2 {
+		t.Errorf("%d instances, want the leaked one terminated and the two owned kept", cloud.Instances())
+	}
+	// The owned claim's instance vanishes: the claim goes.
+	if err := cloud.Delete(ctx, launchedOwned); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(owned), owned); err == nil && owned.DeletionTimestamp == nil {
+		t.Error("the claim of a vanished instance was not deleted")
+	}
+}

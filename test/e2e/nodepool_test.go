@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+func condition(np *v1.NodePool, kind string) string {
+	if c := meta.FindStatusCondition(np.Status.Conditions, kind); c != nil {
+		return string(c.Status) + "/" + c.Reason
+	}
+	return "missing"
+}
+
+// A NodePool is Ready when its NodeClass is; one pointing at a missing NodeClass
+// says so in its conditions, and its pods stay pending with an event saying why.
+func TestNodePoolStatusAndMissingNodeClass(t *testing.T) {
+	create(t, simNodeClass("present"), nodePool("ok", "present", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "ok"}
+	}))
+	create(t, nodePool("orphan", "absent", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "orphan"}
+	}))
+	for name, want := range map[string]string{"ok": "True/Ready", "orphan": "False/NodeClassNotReady"} {
+		eventually(t, time.Minute, "NodePool "+name+" "+want, func(ctx context.Context) (bool, string) {
+			np := &v1.NodePool{}
+			if err := kube.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+				return false, err.Error()
+			}
+			got := condition(np, v1.ConditionTypeReady)
+			return got == want && np.Annotations[v1.NodePoolHashAnnotationKey] != "", fmt.Sprintf("Ready %s, hash %q", got, np.Annotations[v1.NodePoolHashAnnotationKey])
+		})
+	}
+	create(t, deployment("stranded", 1, "100m", "128Mi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "orphan"} }))
+	eventually(t, time.Minute, "an event on the stranded pod", func(ctx context.Context) (bool, string) {
+		return podEvent(ctx, "stranded", "FailedScheduling", "SimNodeClass absent")
+	})
+}
+
+// podEvent finds an event of reason on a pod of app whose message contains text.
+func podEvent(ctx context.Context, app, reason, text string) (bool, string) {
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events, client.InNamespace("default")); err != nil {
+		return false, err.Error()
+	}
+	var seen []string
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind != "Pod" || !strings.HasPrefix(e.InvolvedObject.Name, app) || e.Reason != reason {
+			continue
+		}
+		if strings.Contains(e.Message, text) {
+			return true, ""
+		}
+		seen = append(seen, e.Message)
+	}
+	return false, fmt.Sprintf("events: %v", seen)
+}
+
+// A NodePool's limits stop growth; the pods left over stay pending with an event
+// naming the limit.
+func TestLimitsStopGrowth(t *testing.T) {
+	create(t, simNodeClass("limited"), nodePool("limited", "limited", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "limited"}
+		np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("4")}
+	}))
+	create(t, deployment("capped", 8, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "limited"} }))
+	eventually(t, 2*time.Minute, "a limit event", func(ctx context.Context) (bool, string) {
+		return podEvent(ctx, "capped", "FailedScheduling", "limit cpu=4 reached")
+	})
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), claims, client.MatchingLabels{v1.NodePoolLabelKey: "limited"}); err != nil {
+		t.Fatal(err)
+	}
+	total := resource.Quantity{}
+	for _, nc := range claims.Items {
+		cpu := nc.Status.Capacity[corev1.ResourceCPU]
+		total.Add(cpu)
+	}
+	if total.Cmp(resource.MustParse("4")) > 0 {
+		t.Errorf("NodePool limited launched %s cpu, over its limit of 4", total.String())
+	}
+}

@@ -64,8 +64,10 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 // The seed example end to end: a Deployment of 10 replicas of 1 cpu and 1Gi, from 0
 // to all Running on nodes Tailor launched.
 func TestDeploymentScalesUp(t *testing.T) {
-	create(t, simNodeClass("default"), nodePool("default", "default", nil))
-	create(t, deployment("inflate", 10, "1", "1Gi", nil))
+	create(t, simNodeClass("default"), nodePool("default", "default", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "default"}
+	}))
+	create(t, deployment("inflate", 10, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "default"} }))
 	eventually(t, 3*time.Minute, "10 inflate pods running", func(ctx context.Context) (bool, string) {
 		pods := &corev1.PodList{}
 		if err := kube.List(ctx, pods, client.MatchingLabels{"app": "inflate"}); err != nil {
@@ -80,7 +82,7 @@ func TestDeploymentScalesUp(t *testing.T) {
 		return running == 10, fmt.Sprintf("%d of %d pods running", running, len(pods.Items))
 	})
 	claims := &v1.NodeClaimList{}
-	if err := kube.List(t.Context(), claims); err != nil {
+	if err := kube.List(t.Context(), claims, client.MatchingLabels{v1.NodePoolLabelKey: "default"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(claims.Items) == 0 {
@@ -109,7 +111,7 @@ func TestDeploymentScalesUp(t *testing.T) {
 	// Tailor provisions once: the pods fit the nodes of the first plan.
 	time.Sleep(3 * time.Second)
 	again := &v1.NodeClaimList{}
-	if err := kube.List(t.Context(), again); err != nil {
+	if err := kube.List(t.Context(), again, client.MatchingLabels{v1.NodePoolLabelKey: "default"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(again.Items) != len(claims.Items) {

@@ -1,6 +1,7 @@
 // Command tailor is the Tailor node autoscaler. Subcommands:
 //
 //	tailor controller  run the autoscaler against a cluster
+//	tailor sandbox     a local cluster with Tailor: up, down, status, demo
 //	tailor simulate    plan nodes for manifests, offline
 //	tailor version     print the version
 package main
@@ -43,6 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
+	case "sandbox":
+		return runSandbox(args[1:], stdout, stderr)
 	case "simulate":
 		opts, err := parseSimulate(args[1:], stderr)
 		if errors.Is(err, flag.ErrHelp) {
@@ -75,6 +78,7 @@ func usage(w io.Writer) {
 
 commands:
   controller  run the autoscaler against a cluster
+  sandbox     a local control plane with kwok and Tailor: up, down, status, demo
   simulate    plan nodes for pods, NodePools and nodes read from manifests
   version     print the version`)
 }

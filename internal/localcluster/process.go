@@ -21,8 +21,9 @@ type process struct {
 }
 
 // startProcess starts bin with args in its own process group, logging to dir/name.log.
-// The kernel kills it when the calling process dies (parent-death signal).
-func startProcess(name, bin string, args []string, dir string) (*process, error) {
+// Unless detached, the kernel kills it when the calling process dies (parent-death
+// signal); a detached process outlives its caller, in a session of its own.
+func startProcess(name, bin string, args []string, dir string, detach bool) (*process, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s: %w (build it with `make tools`)", name, err)
 	}
@@ -35,6 +36,9 @@ func startProcess(name, bin string, args []string, dir string) (*process, error)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if detach {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)

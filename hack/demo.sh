@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# make demo: bring up the sandbox, run the seed example on it, and stop it again,
+# whatever happens in between.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir="${TAILOR_SANDBOX_DIR:-${TMPDIR:-/tmp}/tailor-demo}"
+bin/tailor sandbox down --dir "$dir" >/dev/null 2>&1 || true
+trap 'bin/tailor sandbox down --dir "$dir"' EXIT
+bin/tailor sandbox up --dir "$dir"
+bin/tailor sandbox demo --dir "$dir"

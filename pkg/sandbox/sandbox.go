@@ -1,0 +1,202 @@
+// Package sandbox runs Tailor on a laptop: the local control plane with kwok, the
+// CRDs, a default NodePool over the simulated cloud, and the controller, all as
+// background processes that outlive the command that started them.
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodetailor/tailor/config/crd"
+	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/pkg/operator"
+)
+
+//go:embed default.yaml
+var defaults []byte
+
+// DefaultDir is where the sandbox lives unless told otherwise.
+func DefaultDir() string { return filepath.Join(os.TempDir(), "tailor-sandbox") }
+
+// Options say where the sandbox lives and what runs the controller.
+type Options struct {
+	Dir string
+	// Tailor is the tailor binary that runs `tailor controller`.
+	Tailor string
+}
+
+// Up brings the sandbox up and prints how to reach it.
+func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
+	if running, _ := localcluster.Processes(opts.Dir); len(running) > 0 {
+		return fmt.Errorf("a sandbox already exists in %s: run `tailor sandbox down` first", opts.Dir)
+	}
+	_ = os.RemoveAll(opts.Dir)
+	fmt.Fprintf(out, "sandbox: starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok in %s\n", opts.Dir)
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: opts.Dir, Scheduler: true, ControllerManager: true, Kwok: true, Detach: true})
+	if err != nil {
+		_ = localcluster.StopDetached(opts.Dir, 5*time.Second)
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = localcluster.StopDetached(opts.Dir, 5*time.Second)
+		}
+	}()
+	fmt.Fprintln(out, "sandbox: installing the CRDs, a SimNodeClass and the default NodePool")
+	if err := crd.Install(ctx, cluster.Config); err != nil {
+		return err
+	}
+	if err := apply(ctx, cluster.Config, defaults); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "sandbox: starting the Tailor controller")
+	if err := startController(ctx, opts, cluster.Kubeconfig); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "sandbox: up. Use it with:\n  export KUBECONFIG=%s\n", cluster.Kubeconfig)
+	return nil
+}
+
+// Kubeconfig is the sandbox's admin kubeconfig.
+func Kubeconfig(dir string) string { return filepath.Join(dir, "kubeconfig") }
+
+func startController(ctx context.Context, opts Options, kubeconfig string) error {
+	ports := make([]int, 2)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	logFile, err := os.Create(filepath.Join(opts.Dir, "tailor.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(opts.Tailor, "controller", "--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]),
+		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s controller: %w", opts.Tailor, err)
+	}
+	if err := localcluster.RecordProcess(opts.Dir, "tailor-controller", cmd.Process.Pid); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(opts.Dir, "metrics-address"), []byte("127.0.0.1:"+strconv.Itoa(ports[0])), 0o644); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(60 * time.Second)
+	for {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the controller exited (%v); see %s", err, logFile.Name())
+		case <-deadline:
+			return fmt.Errorf("the controller is not ready after 60s; see %s", logFile.Name())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// apply creates the objects of a multi-document YAML.
+func apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
+	scheme, err := operator.Scheme()
+	if err != nil {
+		return err
+	}
+	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		obj := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
+			return err
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if err := kube.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+}
+
+// Down stops everything the sandbox runs and removes its directory.
+func Down(dir string, out io.Writer) error {
+	if _, err := localcluster.Processes(dir); err != nil {
+		if os.IsNotExist(err) {
+			fmt.Fprintf(out, "sandbox: nothing runs in %s\n", dir)
+			return nil
+		}
+		return err
+	}
+	if err := localcluster.StopDetached(dir, 10*time.Second); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "sandbox: stopped")
+	return nil
+}
+
+// Status says what runs.
+func Status(dir string, out io.Writer) error {
+	procs, err := localcluster.Processes(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			fmt.Fprintf(out, "sandbox: not running (no %s)\n", filepath.Join(dir, localcluster.PidFile))
+			return nil
+		}
+		return err
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "tailor-controller"} {
+		if up, ok := procs[name]; ok {
+			state := "running"
+			if !up {
+				state = "stopped"
+			}
+			fmt.Fprintf(out, "%-24s %s\n", name, state)
+		}
+	}
+	fmt.Fprintf(out, "kubeconfig: %s\n", Kubeconfig(dir))
+	return nil
+}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,14 +71,9 @@ func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error
 	view.say(fmt.Sprintf("demo: all 10 pods running after %s", upIn.Round(100*time.Millisecond)))
 
 	view.say("demo: scaling inflate to 0")
-	zero := int32(0)
-	d.Spec.Replicas = &zero
-	if err := kube.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-		return err
-	}
-	d.Spec.Replicas = &zero
-	if err := kube.Update(ctx, d); err != nil {
-		return err
+	scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
+	if err := kube.Patch(ctx, d, scale); err != nil {
+		return fmt.Errorf("scaling the Deployment: %w", err)
 	}
 	downStart := time.Now()
 	var after snapshot

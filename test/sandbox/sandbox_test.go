@@ -1,0 +1,74 @@
+// Package sandbox tests `tailor sandbox` and the demo as a person runs them: the
+// real binary, background processes, and nothing left behind.
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSandboxDemo(t *testing.T) {
+	tmp := t.TempDir()
+	tailor := filepath.Join(tmp, "tailor")
+	build := exec.Command("go", "build", "-o", tailor, "github.com/nodetailor/tailor/cmd/tailor")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building tailor: %v\n%s", err, out)
+	}
+	dir := filepath.Join(tmp, "sandbox")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(tailor, append(args, "--dir", dir)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("tailor %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() { _ = exec.Command(tailor, "sandbox", "down", "--dir", dir).Run() })
+
+	up := run("sandbox", "up")
+	if !strings.Contains(up, "export KUBECONFIG="+filepath.Join(dir, "kubeconfig")) {
+		t.Errorf("sandbox up does not print the kubeconfig:\n%s", up)
+	}
+	status := run("sandbox", "status")
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "tailor-controller"} {
+		if !strings.Contains(status, c) || strings.Contains(status, c+" stopped") {
+			t.Errorf("status does not show %s running:\n%s", c, status)
+		}
+	}
+	start := time.Now()
+	demo := run("sandbox", "demo")
+	t.Logf("demo took %s:\n%s", time.Since(start).Round(time.Second), demo)
+	for _, want := range []string{"all 10 pods running", "SUMMARY", "price at peak: $"} {
+		if !strings.Contains(demo, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	run("sandbox", "down")
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("sandbox directory %s left behind", dir)
+	}
+	if left := processesUsing(dir); len(left) > 0 {
+		t.Errorf("processes left after sandbox down:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+func processesUsing(dir string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), dir) {
+			continue
+		}
+		if stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(stat), ") Z ") {
+			continue
+		}
+		found = append(found, e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	return found
+}

@@ -4,7 +4,7 @@ BIN := $(CURDIR)/bin
 export TAILOR_BIN_DIR := $(BIN)
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build tools generate verify-generate fmt vet lint test test-unit demo clean
+.PHONY: all build tools generate verify-generate fmt vet lint test test-unit fidelity bench fuzz demo clean
 
 all: build
 
@@ -35,16 +35,34 @@ lint vet:
 	go vet ./...
 
 ## test: builds the tools if needed, checks formatting, vet and generated files, then
-## runs every test with the race detector
+## runs every test with the race detector, and the differential test against the
+## kube-scheduler's own filter plugins
 test: tools lint verify-generate
 	go test $(GO_TEST_FLAGS) ./...
+
+## fidelity: our feasibility check against the kube-scheduler's filter plugins
+## (hack/fidelity, a module of its own since it imports k8s.io/kubernetes)
+fidelity:
+	cd hack/fidelity && go vet ./... && go test $(GO_TEST_FLAGS) ./...
+
+## bench: the scheduling benchmarks (Karpenter's published mix, and the AWS catalog)
+BENCH ?= .
+bench:
+	go test -run '^$$' -bench '$(BENCH)' -benchtime 3x -benchmem ./pkg/scheduling/
+
+## fuzz: each fuzz target for FUZZTIME (default 1m)
+FUZZTIME ?= 1m
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzRequirementIntersection$$' -fuzztime $(FUZZTIME) ./pkg/scheduling/
+	go test -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(FUZZTIME) ./pkg/scheduling/
 
 ## test-unit: only the tests that need no control plane
 test-unit:
 	go test $(GO_TEST_FLAGS) ./api/... ./pkg/...
 
-demo:
-	@echo "make demo arrives with the controller and sandbox (see README.md, Status)."; exit 1
+## demo: the README's main job — a sandbox cluster autoscaling the seed example
+demo: tools build
+	@bash hack/demo.sh
 
 clean:
 	rm -rf $(BIN)

@@ -39,6 +39,7 @@ lint vet:
 ## kube-scheduler's own filter plugins
 test: tools lint verify-generate
 	go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) fidelity
 
 ## fidelity: our feasibility check against the kube-scheduler's filter plugins
 ## (hack/fidelity, a module of its own since it imports k8s.io/kubernetes)

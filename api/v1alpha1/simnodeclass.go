@@ -57,7 +57,8 @@ type SimNodeClassSpec struct {
 	// +optional
 	ImageID string `json:"imageID,omitempty"`
 	// UnavailableOfferings are out of capacity: launching them fails with an
-	// insufficient-capacity error.
+	// insufficient-capacity error. The instance-type list still shows them, as a
+	// cloud's price list would; Tailor learns from the failed launch.
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	UnavailableOfferings []Offering `json:"unavailableOfferings,omitempty"`

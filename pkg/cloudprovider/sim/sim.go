@@ -101,32 +101,15 @@ func refName(ref *v1.NodeClassReference) string {
 	return ref.Name
 }
 
-// InstanceTypes returns the NodeClass's catalog, with its unavailable offerings
-// marked so.
+// InstanceTypes returns the NodeClass's catalog. Like a real cloud's price list it
+// does not know which offerings are out of capacity: launches find out, and fail
+// with InsufficientCapacityError (see UnavailableOfferings in the NodeClass).
 func (c *CloudProvider) InstanceTypes(ctx context.Context, pool *v1.NodePool) ([]*scheduling.InstanceType, error) {
 	nc, err := c.nodeClass(ctx, pool.Spec.Template.Spec.NodeClassRef)
 	if err != nil {
 		return nil, err
 	}
-	types, err := c.catalog(nc.Spec.Catalog)
-	if err != nil {
-		return nil, err
-	}
-	if len(nc.Spec.UnavailableOfferings) == 0 {
-		return types, nil
-	}
-	out := make([]*scheduling.InstanceType, len(types))
-	for i, it := range types {
-		cp := *it
-		cp.Offerings = slices.Clone(it.Offerings)
-		for j, o := range cp.Offerings {
-			if unavailable(nc, it.Name, o) {
-				cp.Offerings[j].Available = false
-			}
-		}
-		out[i] = &cp
-	}
-	return out, nil
+	return c.catalog(nc.Spec.Catalog)
 }
 
 func unavailable(nc *v1alpha1.SimNodeClass, typeName string, o scheduling.Offering) bool {

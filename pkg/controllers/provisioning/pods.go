@@ -4,10 +4,14 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/state"
 )
 
@@ -23,9 +27,17 @@ func NewPodTrigger(kube client.Client, p *Provisioner) *PodTrigger {
 	return &PodTrigger{kube: kube, provisioner: p}
 }
 
-// Register adds the controller to a manager.
+// Register adds the controller to a manager. A NodeClaim that goes away (its launch
+// failed, its node was removed) wakes the provisioner too: the pods it was for are
+// still pending, and nothing else about them changed.
 func (c *PodTrigger) Register(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("provisioning.pods").For(&corev1.Pod{}).Complete(c)
+	return ctrl.NewControllerManagedBy(mgr).Named("provisioning.pods").For(&corev1.Pod{}).
+		Watches(&v1.NodeClaim{}, handler.Funcs{
+			DeleteFunc: func(context.Context, event.TypedDeleteEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				c.provisioner.Trigger()
+			},
+		}).
+		Complete(c)
 }
 
 // Reconcile triggers a batch for a provisionable pod.

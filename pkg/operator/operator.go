@@ -121,6 +121,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}
 		return unavailable.Apply(types), nil
 	}
+	if err := metrics.Registry.Register(newClusterCollector(mgr.GetCache(), instanceTypes)); err != nil {
+		return err
+	}
 	provisioner := provisioning.NewProvisioner(kube, state.New(kube), instanceTypes, recorder, clk,
 		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax})
 

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,12 +72,21 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 			in.Pods = append(in.Pods, p)
 		}
 	}
+	claimOf := map[string]*v1.NodeClaim{}
+	for i := range claims.Items {
+		if id := claims.Items[i].Status.ProviderID; id != "" {
+			claimOf[id] = &claims.Items[i]
+		}
+	}
 	registered := map[string]bool{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		registered[n.Spec.ProviderID] = true
 		if n.DeletionTimestamp != nil {
 			continue // going away: its pods will need a place, not its room
+		}
+		if nc := claimOf[n.Spec.ProviderID]; nc != nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+			n = withoutStartupTaints(n, nc)
 		}
 		in.Nodes = append(in.Nodes, &scheduling.Node{Node: n, Pods: bound[n.Name]})
 	}
@@ -123,6 +133,29 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	return snap, nil
+}
+
+// withoutStartupTaints describes a node still coming up as it will be once up: the
+// taints of registration, readiness and the claim's startup taints are passing, and
+// pods provisioned for it would otherwise be provisioned for again meanwhile.
+func withoutStartupTaints(n *corev1.Node, nc *v1.NodeClaim) *corev1.Node {
+	passing := func(t corev1.Taint) bool {
+		if t.Key == v1.UnregisteredNoExecuteTaint.Key || t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return true
+		}
+		for _, st := range nc.Spec.StartupTaints {
+			if st.Key == t.Key && st.Effect == t.Effect {
+				return true
+			}
+		}
+		return false
+	}
+	if !slices.ContainsFunc(n.Spec.Taints, passing) {
+		return n
+	}
+	cp := n.DeepCopy()
+	cp.Spec.Taints = slices.DeleteFunc(cp.Spec.Taints, passing)
+	return cp
 }
 
 // Provisionable reports a pod Tailor should find room for: pending, marked

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ import (
 )
 
 var kube client.Client
+
+// metricsURL is where the controller under test serves Prometheus metrics.
+var metricsURL string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -59,7 +63,15 @@ func run(m *testing.M) int {
 	defer logFile.Close()
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
 	opts := operator.DefaultOptions()
-	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, "0", "0"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	metricsAddr := l.Addr().String()
+	l.Close()
+	metricsURL = "http://" + metricsAddr + "/metrics"
+	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, metricsAddr, "0"
 	opts.BatchIdle, opts.BatchMax = time.Second, 10*time.Second
 	done := make(chan error, 1)
 	go func() { done <- operator.Run(ctx, cluster.Config, opts) }()

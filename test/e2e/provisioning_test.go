@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +109,20 @@ func TestDeploymentScalesUp(t *testing.T) {
 			if taint.Key == v1.UnregisteredNoExecuteTaint.Key {
 				t.Errorf("node %s still has %s", node.Name, taint.Key)
 			}
+		}
+	}
+	// The metrics tell the same story.
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"}`,
+		"karpenter_provisioner_scheduling_duration_seconds_count", "karpenter_cloudprovider_duration_seconds_count",
+		`karpenter_nodepools_usage{nodepool="default",resource_type="cpu"}`, "tailor_cluster_price_per_hour "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
 		}
 	}
 	// Tailor provisions once: the pods fit the nodes of the first plan.

@@ -1,0 +1,72 @@
+package state
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+func TestNodeComingUpIsSeenAsItWillBe(t *testing.T) {
+	nc := &v1.NodeClaim{Spec: v1.NodeClaimSpec{StartupTaints: []corev1.Taint{{Key: "agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}}}
+	node := &corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{
+		v1.UnregisteredNoExecuteTaint,
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "agent-not-ready", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule},
+	}}}
+	got := withoutStartupTaints(node, nc)
+	if len(got.Spec.Taints) != 1 || got.Spec.Taints[0].Key != "dedicated" {
+		t.Errorf("taints %v, want only the NodePool's own taint", got.Spec.Taints)
+	}
+	if len(node.Spec.Taints) != 4 {
+		t.Error("the cached node was modified")
+	}
+}
+
+func TestLaunchingNode(t *testing.T) {
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelZone, Operator: v1.NodeSelectorOpIn, Values: []string{"us-east-1a"}},
+				{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large", "c5.large"}},
+			},
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}},
+		}}
+	n := LaunchingNode(nc)
+	if n.Labels[v1.LabelZone] != "us-east-1a" || n.Labels[v1.NodePoolLabelKey] != "default" {
+		t.Errorf("labels %v", n.Labels)
+	}
+	if _, ok := n.Labels[v1.LabelInstanceType]; ok {
+		t.Error("an unsettled requirement became a label")
+	}
+	if cpu := n.Status.Allocatable[corev1.ResourceCPU]; cpu.MilliValue() != 1500 {
+		t.Errorf("allocatable before launch %s, want the claim's requests", cpu.String())
+	}
+	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m")}
+	if cpu := LaunchingNode(nc).Status.Allocatable[corev1.ResourceCPU]; cpu.MilliValue() != 1900 {
+		t.Errorf("allocatable after launch %s, want the instance's", cpu.String())
+	}
+}
+
+func TestProvisionable(t *testing.T) {
+	unschedulable := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}
+	for name, tc := range map[string]struct {
+		pod  corev1.Pod
+		want bool
+	}{
+		"unschedulable": {corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{unschedulable}}}, true},
+		"not yet tried": {corev1.Pod{}, false},
+		"bound":         {corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{unschedulable}}}, false},
+		"daemon": {corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet"}}},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{unschedulable}}}, false},
+		"finished": {corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded, Conditions: []corev1.PodCondition{unschedulable}}}, false},
+	} {
+		if got := Provisionable(&tc.pod); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+// Package restart kills the controller in the middle of provisioning and checks
+// that a new one finishes the job with no duplicate node and no leaked instance.
+package restart
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/config/crd"
+	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/pkg/operator"
+)
+
+func TestKillMidProvisioning(t *testing.T) {
+	tmp := t.TempDir()
+	tailor := filepath.Join(tmp, "tailor")
+	if out, err := exec.Command("go", "build", "-o", tailor, "github.com/nodetailor/tailor/cmd/tailor").CombinedOutput(); err != nil {
+		t.Fatalf("building tailor: %v\n%s", err, out)
+	}
+	ctx := t.Context()
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Stop()
+	if err := crd.Install(ctx, cluster.Config); err != nil {
+		t.Fatal(err)
+	}
+	scheme, _ := operator.Scheme()
+	kube, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Slow launches, so the controller dies with some in flight.
+	nc := &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "slow"},
+		Spec: v1alpha1.SimNodeClassSpec{LaunchDelay: metav1.Duration{Duration: 2 * time.Second}}}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: "slow"}
+	// Small types only, so the pods need several nodes.
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: "karpenter.k8s.aws/instance-cpu", Operator: v1.NodeSelectorOpLte, Values: []string{"2"}}}
+	replicas := int32(6)
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.DeploymentSpec{
+		Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "web", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}}}
+	for _, o := range []client.Object{nc, np, d} {
+		if err := kube.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := func(name string) *exec.Cmd {
+		log, err := os.Create(filepath.Join(tmp, name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(tailor, "controller", "--kubeconfig", cluster.Kubeconfig, "--leader-elect=false",
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		cmd.Stdout, cmd.Stderr = log, log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	first := start("first")
+	// Kill it once claims exist but before their launches finished.
+	poll(t, time.Minute, "NodeClaims created", func(ctx context.Context) (bool, string) {
+		claims := &v1.NodeClaimList{}
+		if err := kube.List(ctx, claims); err != nil {
+			return false, err.Error()
+		}
+		return len(claims.Items) > 0, fmt.Sprintf("%d claims", len(claims.Items))
+	})
+	_ = first.Process.Signal(syscall.SIGKILL)
+	_ = first.Wait()
+
+	second := start("second")
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+	poll(t, 3*time.Minute, "all pods running", func(ctx context.Context) (bool, string) {
+		pods := &corev1.PodList{}
+		if err := kube.List(ctx, pods, client.MatchingLabels{"app": "web"}); err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 6, fmt.Sprintf("%d of 6 running", running)
+	})
+	// One instance per claim, one claim per instance.
+	poll(t, time.Minute, "instances and claims match", func(ctx context.Context) (bool, string) {
+		claims := &v1.NodeClaimList{}
+		instances := &v1alpha1.SimInstanceList{}
+		if err := kube.List(ctx, claims); err != nil {
+			return false, err.Error()
+		}
+		if err := kube.List(ctx, instances); err != nil {
+			return false, err.Error()
+		}
+		perClaim := map[string]int{}
+		for _, inst := range instances.Items {
+			perClaim[inst.Spec.NodeClaim]++
+		}
+		for _, c := range claims.Items {
+			if perClaim[c.Name] != 1 {
+				return false, fmt.Sprintf("claim %s has %d instances", c.Name, perClaim[c.Name])
+			}
+			delete(perClaim, c.Name)
+		}
+		if len(perClaim) > 0 {
+			return false, fmt.Sprintf("instances without a claim: %v", perClaim)
+		}
+		return true, ""
+	})
+}
+
+func poll(t *testing.T, timeout time.Duration, what string, cond func(context.Context) (bool, string)) {
+	t.Helper()
+	last := ""
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, s := cond(ctx)
+		last = s
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("%s: not within %s (%s)", what, timeout, last)
+	}
+}

@@ -1,0 +1,160 @@
+// Package scale measures Tailor on the local control plane at size: how fast 1,000
+// pending pods become NodeClaims and running pods, and how much memory the
+// controller holds at 5,000 pods on 500 nodes. It measures, it does not assert
+// timings: run it with TAILOR_SCALE=1 and read the figures it logs.
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/config/crd"
+	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/pkg/operator"
+)
+
+func TestScale(t *testing.T) {
+	if os.Getenv("TAILOR_SCALE") == "" {
+		t.Skip("a measurement, not a check: run with TAILOR_SCALE=1")
+	}
+	tmp := t.TempDir()
+	tailor := filepath.Join(tmp, "tailor")
+	if out, err := exec.Command("go", "build", "-o", tailor, "github.com/nodetailor/tailor/cmd/tailor").CombinedOutput(); err != nil {
+		t.Fatalf("building tailor: %v\n%s", err, out)
+	}
+	ctx := t.Context()
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Stop()
+	if err := crd.Install(ctx, cluster.Config); err != nil {
+		t.Fatal(err)
+	}
+	scheme, _ := operator.Scheme()
+	kube, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
+	for _, o := range []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, np} {
+		if err := kube.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log, _ := os.Create(filepath.Join(tmp, "tailor.log"))
+	ctrl := exec.Command(tailor, "controller", "--kubeconfig", cluster.Kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	ctrl.Stdout, ctrl.Stderr = log, log
+	ctrl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := ctrl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ctrl.Process.Signal(syscall.SIGTERM); _ = ctrl.Wait() }()
+
+	// 1,000 pods of mixed sizes at once.
+	sizes := []struct{ cpu, mem string }{{"100m", "128Mi"}, {"250m", "512Mi"}, {"500m", "1Gi"}, {"1", "2Gi"}, {"1500m", "3Gi"}}
+	for i, s := range sizes {
+		if err := kube.Create(ctx, deployment(fmt.Sprintf("mix-%d", i), 200, s.cpu, s.mem)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created := time.Now()
+	firstClaim := waitFor(t, 2*time.Minute, func(ctx context.Context) bool {
+		claims := &v1.NodeClaimList{}
+		return kube.List(ctx, claims) == nil && len(claims.Items) > 0
+	})
+	allRunning := waitFor(t, 5*time.Minute, func(ctx context.Context) bool { return running(ctx, kube) >= 1000 })
+	claims := &v1.NodeClaimList{}
+	_ = kube.List(ctx, claims)
+	t.Logf("1000 pods: first NodeClaim %.1fs after the pods were created (batch window: idle 1s, max 10s); all running after %.1fs on %d nodes",
+		firstClaim.Sub(created).Seconds(), allRunning.Sub(created).Seconds(), len(claims.Items))
+	t.Logf("controller resident memory at 1,000 pods: %d MiB", rssMiB(ctrl.Process.Pid))
+
+	// Grow to 5,000 pods on about 500 nodes: pods of 1 cpu on small types.
+	np2 := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "small"}}
+	np2.Spec.Weight = ptr(int32(10))
+	np2.Spec.Template.Labels = map[string]string{"pool": "small"}
+	np2.Spec.Template.Spec.NodeClassRef = np.Spec.Template.Spec.NodeClassRef
+	np2.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: "karpenter.k8s.aws/instance-cpu", Operator: v1.NodeSelectorOpIn, Values: []string{"8"}}}
+	if err := kube.Create(ctx, np2); err != nil {
+		t.Fatal(err)
+	}
+	big := deployment("big", 4000, "800m", "1Gi")
+	big.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "small"}
+	if err := kube.Create(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	grown := waitFor(t, 15*time.Minute, func(ctx context.Context) bool { return running(ctx, kube) >= 5000 })
+	_ = kube.List(ctx, claims)
+	t.Logf("5000 pods running on %d nodes after %.0fs; controller resident memory %d MiB",
+		len(claims.Items), grown.Sub(allRunning).Seconds(), rssMiB(ctrl.Process.Pid))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deployment(name string, replicas int32, cpu, mem string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: appsv1.DeploymentSpec{
+		Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}}}}}
+}
+
+func running(ctx context.Context, kube client.Client) int {
+	pods := &corev1.PodList{}
+	if kube.List(ctx, pods) != nil {
+		return 0
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning {
+			n++
+		}
+	}
+	return n
+}
+
+func waitFor(t *testing.T, timeout time.Duration, cond func(context.Context) bool) time.Time {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		return cond(ctx), nil
+	}); err != nil {
+		t.Fatalf("not within %s", timeout)
+	}
+	return time.Now()
+}
+
+func rssMiB(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			kb, _ := strconv.Atoi(strings.Fields(line)[1])
+			return kb / 1024
+		}
+	}
+	return -1
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -86,4 +87,18 @@ func IsInsufficientCapacity(err error) bool {
 func IsNodeClassNotReady(err error) bool {
 	var target *NodeClassNotReadyError
 	return errors.As(err, &target)
+}
+
+// Interruption is a provider's notice that an instance will be taken away: a spot
+// reclaim, scheduled maintenance.
+type Interruption struct {
+	ProviderID string
+	// At is when the instance goes.
+	At   time.Time
+	Kind string // "SpotInterruption", "ScheduledMaintenance", …
+}
+
+// InterruptionSource is implemented by providers that announce interruptions.
+type InterruptionSource interface {
+	Interruptions(ctx context.Context) ([]Interruption, error)
 }

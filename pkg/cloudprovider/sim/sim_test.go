@@ -220,6 +220,29 @@ func TestInsufficientCapacityAndFallback(t *testing.T) {
 	}
 }
 
+func TestInterruptionNotice(t *testing.T) {
+	ctx := t.Context()
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := New(kube, clk)
+	nodeClass(t, "spotty", nil)
+	launched, err := cloud.Create(ctx, claim("spotty", "spotty", in(v1.LabelInstanceType, "m5.large"), in(v1.CapacityTypeLabelKey, v1.CapacityTypeSpot)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cloud.Delete(context.Background(), launched) })
+	if got, err := cloud.Interruptions(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("interruptions before any notice: %v, %v", got, err)
+	}
+	at := clk.Now().Add(2 * time.Minute)
+	if err := cloud.Interrupt(ctx, launched.Status.ProviderID, at); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cloud.Interruptions(ctx)
+	if err != nil || len(got) != 1 || got[0].ProviderID != launched.Status.ProviderID || !got[0].At.Equal(at.Truncate(time.Second)) {
+		t.Errorf("interruptions %+v, %v; want the notice for %s at %s", got, err, launched.Status.ProviderID, at)
+	}
+}
+
 func TestNodeClassProblems(t *testing.T) {
 	cloud := New(kube, clocktesting.NewFakeClock(time.Now()))
 	_, err := cloud.Create(t.Context(), claim("orphan", "missing"))

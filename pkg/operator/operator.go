@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
@@ -19,7 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/internal/kubescheme"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
@@ -59,15 +58,7 @@ func DefaultOptions() Options {
 }
 
 // Scheme knows the kinds Tailor reads and writes.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
+func Scheme() (*runtime.Scheme, error) { return kubescheme.New() }
 
 // RESTConfig loads the cluster credentials the options name.
 func RESTConfig(opts Options) (*rest.Config, error) {

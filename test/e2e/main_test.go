@@ -17,8 +17,8 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
-	"github.com/nodetailor/tailor/config/crd"
 	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/operator"
 )
 
@@ -34,27 +34,13 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start, startCancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer startCancel()
-	cluster, err := localcluster.Start(start, localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
+	cluster, k, stop, err := testenv.Start(localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer cluster.Stop()
-	if err := crd.Install(start, cluster.Config); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	scheme, err := operator.Scheme()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if kube, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	defer stop()
+	kube = k
 	logFile, err := os.Create(cluster.Dir + "/tailor.log")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -21,31 +21,19 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
-	"github.com/nodetailor/tailor/config/crd"
 	"github.com/nodetailor/tailor/internal/localcluster"
-	"github.com/nodetailor/tailor/pkg/operator"
+	"github.com/nodetailor/tailor/internal/testenv"
 )
 
 func TestKillMidProvisioning(t *testing.T) {
 	tmp := t.TempDir()
-	tailor := filepath.Join(tmp, "tailor")
-	if out, err := exec.Command("go", "build", "-o", tailor, "github.com/nodetailor/tailor/cmd/tailor").CombinedOutput(); err != nil {
-		t.Fatalf("building tailor: %v\n%s", err, out)
-	}
+	tailor := testenv.BuildTailor(t)
 	ctx := t.Context()
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
+	cluster, kube, stop, err := testenv.Start(localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cluster.Stop()
-	if err := crd.Install(ctx, cluster.Config); err != nil {
-		t.Fatal(err)
-	}
-	scheme, _ := operator.Scheme()
-	kube, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer stop()
 	// Slow launches, so the controller dies with some in flight.
 	nc := &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "slow"},
 		Spec: v1alpha1.SimNodeClassSpec{LaunchDelay: metav1.Duration{Duration: 2 * time.Second}}}

@@ -9,16 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodetailor/tailor/internal/testenv"
 )
 
 func TestSandboxDemo(t *testing.T) {
-	tmp := t.TempDir()
-	tailor := filepath.Join(tmp, "tailor")
-	build := exec.Command("go", "build", "-o", tailor, "github.com/nodetailor/tailor/cmd/tailor")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building tailor: %v\n%s", err, out)
-	}
-	dir := filepath.Join(tmp, "sandbox")
+	tailor := testenv.BuildTailor(t)
+	dir := filepath.Join(t.TempDir(), "sandbox")
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(tailor, append(args, "--dir", dir)...)

@@ -9,49 +9,30 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
-	"github.com/nodetailor/tailor/config/crd"
 	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 )
 
 var kube client.Client
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cluster, err := localcluster.Start(ctx, localcluster.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cluster.Stop()
-		if err := crd.Install(ctx, cluster.Config); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		scheme := runtime.NewScheme()
-		for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme} {
-			if err := add(scheme); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-		}
-		if kube, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}())
+	_, k, stop, err := testenv.Start(localcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kube = k
+	code := m.Run()
+	stop()
+	os.Exit(code)
 }
 
 func nodeClass(t *testing.T, name string, mutate func(*v1alpha1.SimNodeClass)) *v1alpha1.SimNodeClass {

@@ -27,7 +27,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
-	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
 // NodeNameIndex indexes pods by the node they are bound to.
@@ -56,21 +56,8 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("termination").
 		For(&v1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.ClaimsOfNode(c.kube))).
 		Complete(c)
-}
-
-func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
-	node := o.(*corev1.Node)
-	claims := &v1.NodeClaimList{}
-	if node.Spec.ProviderID == "" || c.kube.List(ctx, claims, client.MatchingFields{lifecycle.ProviderIDIndex: node.Spec.ProviderID}) != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, nc := range claims.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nc)})
-	}
-	return out
 }
 
 // Reconcile drives one claim's termination.
@@ -79,7 +66,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	node, err := c.nodeOf(ctx, nc)
+	node, err := nodeclaim.NodeOf(ctx, c.kube, nc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -133,20 +120,6 @@ func (c *Controller) removeFinalizer(ctx context.Context, o client.Object) error
 	patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
 	controllerutil.RemoveFinalizer(o, v1.TerminationFinalizer)
 	return client.IgnoreNotFound(c.kube.Patch(ctx, o, patch))
-}
-
-func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	if nc.Status.ProviderID == "" {
-		return nil, nil
-	}
-	nodes := &corev1.NodeList{}
-	if err := c.kube.List(ctx, nodes, client.MatchingFields{lifecycle.ProviderIDIndex: nc.Status.ProviderID}); err != nil {
-		return nil, err
-	}
-	if len(nodes.Items) == 0 {
-		return nil, nil
-	}
-	return &nodes.Items[0], nil
 }
 
 // drain taints the node and evicts what runs there; it reports true once nothing

@@ -1,7 +1,6 @@
 package garbagecollection
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -9,15 +8,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/config/crd"
 	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
@@ -25,28 +22,15 @@ import (
 var kube client.Client
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cluster, err := localcluster.Start(ctx, localcluster.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cluster.Stop()
-		if err := crd.Install(ctx, cluster.Config); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		_ = v1.AddToScheme(scheme)
-		if kube, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}())
+	_, k, stop, err := testenv.Start(localcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kube = k
+	code := m.Run()
+	stop()
+	os.Exit(code)
 }
 
 func TestLeaksAndVanishedInstances(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
 // Liveness timeouts, as Karpenter's.
@@ -34,9 +35,6 @@ const (
 	LaunchTimeout       = 5 * time.Minute
 	RegistrationTimeout = 15 * time.Minute
 )
-
-// ProviderIDIndex indexes Nodes and NodeClaims by provider ID in the cache.
-const ProviderIDIndex = "providerID"
 
 // Controller is the NodeClaim lifecycle controller.
 type Controller struct {
@@ -54,36 +52,13 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, unavai
 
 // Register adds the controller, and the provider ID indexes it reads by, to mgr.
 func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, ProviderIDIndex, func(o client.Object) []string {
-		return []string{o.(*corev1.Node).Spec.ProviderID}
-	}); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1.NodeClaim{}, ProviderIDIndex, func(o client.Object) []string {
-		return []string{o.(*v1.NodeClaim).Status.ProviderID}
-	}); err != nil {
+	if err := nodeclaim.IndexProviderIDs(ctx, mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
 		For(&v1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.ClaimsOfNode(c.kube))).
 		Complete(c)
-}
-
-func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
-	node := o.(*corev1.Node)
-	if node.Spec.ProviderID == "" {
-		return nil
-	}
-	claims := &v1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims, client.MatchingFields{ProviderIDIndex: node.Spec.ProviderID}); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, nc := range claims.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nc)})
-	}
-	return out
 }
 
 // Reconcile moves one claim along its lifecycle.
@@ -105,7 +80,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if nc.Status.ProviderID == "" {
 		return c.launch(ctx, nc)
 	}
-	node, err := c.nodeOf(ctx, nc)
+	node, err := nodeclaim.NodeOf(ctx, c.kube, nc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -161,17 +136,6 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	log.FromContext(ctx).Info("launched", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID,
 		"instanceType", nc.Labels[v1.LabelInstanceType], "zone", nc.Labels[v1.LabelZone], "capacityType", nc.Labels[v1.CapacityTypeLabelKey])
 	return reconcile.Result{RequeueAfter: time.Second}, nil
-}
-
-func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	nodes := &corev1.NodeList{}
-	if err := c.kube.List(ctx, nodes, client.MatchingFields{ProviderIDIndex: nc.Status.ProviderID}); err != nil {
-		return nil, err
-	}
-	if len(nodes.Items) == 0 {
-		return nil, nil
-	}
-	return &nodes.Items[0], nil
 }
 
 func (c *Controller) awaitRegistration(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {

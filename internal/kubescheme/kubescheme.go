@@ -1,0 +1,22 @@
+// Package kubescheme is the scheme of every kind Tailor reads and writes: the
+// Kubernetes built-ins, karpenter.sh/v1 and tailor.sh/v1alpha1.
+package kubescheme
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+)
+
+// New returns the scheme.
+func New() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}

@@ -58,6 +58,7 @@ type variant struct {
 	softTaint bool // PreferNoSchedule taints must be tolerated too
 	pools     map[*poolState]*poolFit
 	fresh     *float64 // see freshPrice
+	keys      []string // see topologyKeys
 }
 
 // poolFit caches whether a variant can go to a pool at all, and the price of the
@@ -291,9 +292,21 @@ func (c *podClass) buildLevels() {
 	for _, v := range c.levels {
 		v.pools = map[*poolState]*poolFit{}
 	}
-	// A class with only resource, requirement, taint and anti-affinity constraints can
-	// only lose ground as nodes fill, so a node that refused it refuses it for good.
-	c.monotone = len(c.spreads)+len(c.softSpreads)+len(c.affinity)+len(c.prefAffinity) == 0
+}
+
+// setMonotone decides whether a node that refused the class refuses it for good,
+// so first-fit can skip it next time. True for resource, requirement, taint and
+// anti-affinity constraints, which only lose ground as nodes fill; and for hostname
+// spreads where a new node can always open an empty domain (the minimum stays
+// zero, so a node's own count only grows). Zonal spreads and affinity can turn a
+// refusal into a fit as other domains fill.
+func (c *podClass) setMonotone() {
+	c.monotone = len(c.affinity)+len(c.prefAffinity) == 0
+	for _, g := range append(slices.Clone(c.spreads), c.softSpreads...) {
+		if g.key != v1.LabelHostname || !g.fresh {
+			c.monotone = false
+		}
+	}
 }
 
 // volumeRequirements turns the pod's persistent volumes into zone requirements.

@@ -421,6 +421,9 @@ func (s *solver) addPods(pods []*corev1.Pod) error {
 		}
 	}
 	s.spreadDomains()
+	for _, c := range s.classList {
+		c.setMonotone()
+	}
 	return nil
 }
 
@@ -1256,7 +1259,10 @@ func domainIn(reqs Requirements, key string) (string, bool) {
 // topologyKeys lists, in a stable order, the keys the pod's constraints and its
 // matching groups use.
 func topologyKeys(v *variant, c *podClass) []string {
-	var keys []string
+	if v.keys != nil {
+		return v.keys
+	}
+	keys := []string{}
 	add := func(gs []*group) {
 		for _, g := range gs {
 			if !slices.Contains(keys, g.key) {
@@ -1268,6 +1274,7 @@ func topologyKeys(v *variant, c *podClass) []string {
 	add(v.affinity)
 	add(v.anti)
 	add(c.matched)
+	v.keys = keys
 	return keys
 }
 
@@ -1301,21 +1308,21 @@ func (s *solver) preferredDomains(c *podClass, v *variant, key string, values []
 // domainAdmits checks every constraint on key for domain d (has=false: the node has
 // no such label).
 func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, explain bool) (bool, string) {
-	why := func(format string, args ...any) string {
-		if !explain {
-			return ""
-		}
-		return fmt.Sprintf(format, args...)
-	}
 	for _, g := range v.spreads {
 		if g.key != key {
 			continue
 		}
 		if !has {
-			return false, why("node has no label %s for its topology spread", key)
+			if !explain {
+				return false, ""
+			}
+			return false, fmt.Sprintf("node has no label %s for its topology spread", key)
 		}
 		if !g.admitsSpread(d, g.matches(c.ns, c.labels)) {
-			return false, why("topology spread on %s: %s=%s would exceed maxSkew %d", key, key, d, g.maxSkew)
+			if !explain {
+				return false, ""
+			}
+			return false, fmt.Sprintf("topology spread on %s: %s=%s would exceed maxSkew %d", key, key, d, g.maxSkew)
 		}
 	}
 	if len(v.affinity) > 0 {
@@ -1332,10 +1339,16 @@ func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, 
 			// The first pod of a group that selects itself goes anywhere, but only to
 			// a node with the key.
 			if !has {
-				return false, why("node has no label %s for its pod affinity", key)
+				if !explain {
+					return false, ""
+				}
+				return false, fmt.Sprintf("node has no label %s for its pod affinity", key)
 			}
 			if !selfOK && g.counts[d] == 0 {
-				return false, why("pod affinity on %s: no matching pod in %s=%s", key, key, d)
+				if !explain {
+					return false, ""
+				}
+				return false, fmt.Sprintf("pod affinity on %s: no matching pod in %s=%s", key, key, d)
 			}
 		}
 	}
@@ -1344,12 +1357,18 @@ func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, 
 	}
 	for _, g := range v.anti {
 		if g.key == key && g.counts[d] > 0 {
-			return false, why("pod anti-affinity on %s: a matching pod runs in %s=%s", key, key, d)
+			if !explain {
+				return false, ""
+			}
+			return false, fmt.Sprintf("pod anti-affinity on %s: a matching pod runs in %s=%s", key, key, d)
 		}
 	}
 	for _, g := range c.matched {
 		if g.kind == antiAffinityGroup && g.key == key && g.owners[d] > 0 {
-			return false, why("another pod's anti-affinity on %s excludes %s=%s", key, key, d)
+			if !explain {
+				return false, ""
+			}
+			return false, fmt.Sprintf("another pod's anti-affinity on %s excludes %s=%s", key, key, d)
 		}
 	}
 	return true, ""

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -77,6 +78,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// A node's life takes several writes; the client's default 20 QPS would make
+	// registration, not planning, the bottleneck at a few hundred nodes.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -84,6 +89,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "tailor-controller",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: 10},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

@@ -43,6 +43,10 @@ func TestScale(t *testing.T) {
 	defer stop()
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
+	// A NodePool of the usual shape: current general-purpose, compute and memory types.
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: "karpenter.k8s.aws/instance-category", Operator: v1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
+		{Key: "karpenter.k8s.aws/instance-generation", Operator: v1.NodeSelectorOpGt, Values: []string{"5"}}}
 	for _, o := range []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, np} {
 		if err := kube.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -70,7 +74,7 @@ func TestScale(t *testing.T) {
 		claims := &v1.NodeClaimList{}
 		return kube.List(ctx, claims) == nil && len(claims.Items) > 0
 	})
-	allRunning := waitFor(t, 5*time.Minute, func(ctx context.Context) bool { return running(ctx, kube) >= 1000 })
+	allRunning := waitFor(t, 5*time.Minute, func(ctx context.Context) bool { return progress(t, ctx, kube) >= 1000 })
 	claims := &v1.NodeClaimList{}
 	_ = kube.List(ctx, claims)
 	t.Logf("1000 pods: first NodeClaim %.1fs after the pods were created (batch window: idle 1s, max 10s); all running after %.1fs on %d nodes",
@@ -92,7 +96,7 @@ func TestScale(t *testing.T) {
 	if err := kube.Create(ctx, big); err != nil {
 		t.Fatal(err)
 	}
-	grown := waitFor(t, 15*time.Minute, func(ctx context.Context) bool { return running(ctx, kube) >= 5000 })
+	grown := waitFor(t, 15*time.Minute, func(ctx context.Context) bool { return progress(t, ctx, kube) >= 5000 })
 	_ = kube.List(ctx, claims)
 	t.Logf("5000 pods running on %d nodes after %.0fs; controller resident memory %d MiB",
 		len(claims.Items), grown.Sub(allRunning).Seconds(), rssMiB(ctrl.Process.Pid))
@@ -107,6 +111,22 @@ func deployment(name string, replicas int32, cpu, mem string) *appsv1.Deployment
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "app", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}}}}}
+}
+
+var lastReport time.Time
+
+// progress is running, logging the state every 15s.
+func progress(t *testing.T, ctx context.Context, kube client.Client) int {
+	n := running(ctx, kube)
+	if time.Since(lastReport) > 15*time.Second {
+		lastReport = time.Now()
+		claims := &v1.NodeClaimList{}
+		nodes := &corev1.NodeList{}
+		_ = kube.List(ctx, claims)
+		_ = kube.List(ctx, nodes)
+		t.Logf("%s: %d pods running, %d NodeClaims, %d nodes", time.Now().Format("15:04:05"), n, len(claims.Items), len(nodes.Items))
+	}
+	return n
 }
 
 func running(ctx context.Context, kube client.Client) int {

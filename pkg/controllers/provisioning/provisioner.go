@@ -10,7 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -42,12 +44,16 @@ type Provisioner struct {
 	clock    clock.Clock
 	opts     Options
 	trigger  chan struct{}
+	// nominated maps a pod to the NodeClaim made for it. While that claim comes up
+	// the pod waits for it rather than being planned for again; only the
+	// provisioning loop touches it.
+	nominated map[k8stypes.UID]string
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
 func NewProvisioner(kube client.Client, cluster *state.Cluster, types InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{kube: kube, cluster: cluster, types: types, recorder: recorder, clock: clk, opts: opts,
-		trigger: make(chan struct{}, 1)}
+		trigger: make(chan struct{}, 1), nominated: map[k8stypes.UID]string{}}
 }
 
 // Trigger says a pod may need a node; it never blocks.
@@ -60,24 +66,28 @@ func (p *Provisioner) Trigger() {
 
 // Start batches triggers and provisions once per batch until ctx ends.
 func (p *Provisioner) Start(ctx context.Context) error {
+	var recheck <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-p.trigger:
+		case <-recheck:
 		}
+		recheck = nil
 		if !p.waitForBatch(ctx) {
 			return nil
 		}
 		if err := p.Provision(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "provisioning")
 			// Try again soon: the pods are still pending.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-p.clock.After(time.Second):
-				p.Trigger()
-			}
+			recheck = p.clock.After(time.Second)
+			continue
+		}
+		// Pods waiting on their claims change nothing when a nomination lapses, so
+		// nothing would wake us: look again while any wait.
+		if len(p.nominated) > 0 {
+			recheck = p.clock.After(NominationGrace / 3)
 		}
 	}
 }
@@ -106,6 +116,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	snap.Input.Pods = p.unnominated(snap)
 	if len(snap.Input.Pods) == 0 {
 		return nil
 	}
@@ -128,6 +139,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		created = append(created, nc)
 		NodeClaimsCreated.WithLabelValues(n.NodePool, "provisioning").Inc()
 		for _, pod := range n.Pods {
+			p.nominated[pod.UID] = nc.Name
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
@@ -139,6 +151,51 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 			"unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost())
 	}
 	return p.waitForCache(ctx, created)
+}
+
+// NominationGrace is how long after its claim's node is ready a nominated pod may
+// stay pending before it is planned for again (the kube-scheduler needs a moment,
+// and someone else may have taken the room).
+const NominationGrace = 30 * time.Second
+
+// unnominated drops the pending pods that wait for a claim still coming up, and
+// forgets nominations whose claim is gone or has been ready for a while.
+func (p *Provisioner) unnominated(snap *state.Snapshot) []*corev1.Pod {
+	claims := map[string]*v1.NodeClaim{}
+	for _, nc := range snap.Claims {
+		claims[nc.Name] = nc
+	}
+	waiting := func(pod *corev1.Pod) bool {
+		name, ok := p.nominated[pod.UID]
+		if !ok {
+			return false
+		}
+		nc := claims[name]
+		if nc == nil || nc.DeletionTimestamp != nil {
+			delete(p.nominated, pod.UID)
+			return false
+		}
+		if ready := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); ready != nil &&
+			ready.Status == metav1.ConditionTrue && p.clock.Since(ready.LastTransitionTime.Time) > NominationGrace {
+			delete(p.nominated, pod.UID)
+			return false
+		}
+		return true
+	}
+	pending := make(map[k8stypes.UID]bool, len(snap.Input.Pods))
+	out := snap.Input.Pods[:0:0]
+	for _, pod := range snap.Input.Pods {
+		pending[pod.UID] = true
+		if !waiting(pod) {
+			out = append(out, pod)
+		}
+	}
+	for uid := range p.nominated {
+		if !pending[uid] {
+			delete(p.nominated, uid) // bound, or gone
+		}
+	}
+	return out
 }
 
 func (p *Provisioner) waitForCache(ctx context.Context, created []*v1.NodeClaim) error {

@@ -106,18 +106,6 @@ func (x *ResourceIndex) Quantity(i int, v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
-// Format renders a vector for people: "cpu=1500m memory=3Gi pods=3".
-func (x *ResourceIndex) Format(r Resources) string {
-	list := x.List(r)
-	var parts []string
-	for _, name := range x.names {
-		if q, ok := list[name]; ok {
-			parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
 func quantityValue(name corev1.ResourceName, q resource.Quantity) int64 {
 	if name == corev1.ResourceCPU {
 		return q.MilliValue()

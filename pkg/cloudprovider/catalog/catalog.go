@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -228,16 +227,4 @@ var gpuNames = map[string]string{
 	"g3": "m60", "g3s": "m60", "g4dn": "t4", "g5": "a10g", "g5g": "t4g", "g6": "l4", "gr6": "l4",
 	"g6e": "l40s", "p3": "v100", "p3dn": "v100", "p4d": "a100", "p4de": "a100", "p5": "h100",
 	"p5e": "h200", "p5en": "h200", "p6-b200": "b200", "p6-b300": "b300",
-}
-
-// Families lists the distinct families of a catalog, for messages and docs.
-func Families(types []*scheduling.InstanceType) []string {
-	var out []string
-	for _, it := range types {
-		if r, ok := it.Requirements.Get(awsPrefix + "instance-family"); ok {
-			out = append(out, r.Values()...)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

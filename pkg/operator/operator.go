@@ -39,9 +39,11 @@ type Options struct {
 	CloudProvider string
 	BatchIdle     time.Duration
 	BatchMax      time.Duration
-	// MetricsAddr and HealthAddr are listen addresses; "0" turns one off.
+	// MetricsAddr, HealthAddr and PprofAddr (net/http/pprof, off when empty) are
+	// listen addresses; "0" turns one off.
 	MetricsAddr             string
 	HealthAddr              string
+	PprofAddr               string
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	// UnavailableOfferingsTTL is how long an offering that ran out of capacity is
@@ -84,8 +86,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	cfg.QPS, cfg.Burst = 200, 400
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   cacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "tailor-controller",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

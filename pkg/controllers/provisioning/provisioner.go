@@ -5,16 +5,17 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -44,16 +45,15 @@ type Provisioner struct {
 	clock    clock.Clock
 	opts     Options
 	trigger  chan struct{}
-	// nominated maps a pod to the NodeClaim made for it. While that claim comes up
-	// the pod waits for it rather than being planned for again; only the
-	// provisioning loop touches it.
-	nominated map[k8stypes.UID]string
+	// nominated remembers the claim holding the room for each pending pod; only
+	// the provisioning loop touches it.
+	nominated nominations
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
 func NewProvisioner(kube client.Client, cluster *state.Cluster, types InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{kube: kube, cluster: cluster, types: types, recorder: recorder, clock: clk, opts: opts,
-		trigger: make(chan struct{}, 1), nominated: map[k8stypes.UID]string{}}
+		trigger: make(chan struct{}, 1), nominated: nominations{}}
 }
 
 // Trigger says a pod may need a node; it never blocks.
@@ -110,13 +110,14 @@ func (p *Provisioner) waitForBatch(ctx context.Context) bool {
 
 // Provision plans for the pending pods and creates the NodeClaims, then waits until
 // the cache shows them, so the next plan counts them and no pod is provisioned for
-// twice.
+// twice. Pods that wait for a claim are planned on its node, holding their room.
 func (p *Provisioner) Provision(ctx context.Context) error {
 	snap, err := p.cluster.Snapshot(ctx, func(np *v1.NodePool) ([]*scheduling.InstanceType, error) { return p.types(ctx, np) })
 	if err != nil {
 		return err
 	}
-	snap.Input.Pods = p.unnominated(snap)
+	pending := len(snap.Input.Pods)
+	snap.Input.Pods = p.nominated.reserve(snap.Input, snap.Claims, p.clock.Now())
 	if len(snap.Input.Pods) == 0 {
 		return nil
 	}
@@ -125,77 +126,59 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	SchedulingDuration.Observe(p.clock.Since(start).Seconds())
+	solved := p.clock.Now()
+	SchedulingDuration.Observe(solved.Sub(start).Seconds())
 	pools := map[string]*v1.NodePool{}
 	for _, np := range snap.NodePools {
 		pools[np.Name] = np
 	}
-	var created []*v1.NodeClaim
-	for _, n := range plan.NewNodes {
-		nc := NodeClaim(pools[n.NodePool], n)
-		if err := p.kube.Create(ctx, nc); err != nil {
-			return fmt.Errorf("creating a NodeClaim for NodePool %s: %w", n.NodePool, err)
+	// Pods placed in room a claim holds wait for that claim, like those of new claims.
+	claimOf := claimOfNode(claimNodes(snap.Input, snap.Claims))
+	for _, b := range plan.Bindings {
+		if claim, ok := claimOf[b.Node]; ok {
+			p.nominated.nominate(b.Pod, claim, solved)
 		}
-		created = append(created, nc)
-		NodeClaimsCreated.WithLabelValues(n.NodePool, "provisioning").Inc()
-		for _, pod := range n.Pods {
-			p.nominated[pod.UID] = nc.Name
+	}
+	created, err := p.create(ctx, pools, plan.NewNodes)
+	for i, nc := range created {
+		if nc == nil {
+			continue
+		}
+		NodeClaimsCreated.WithLabelValues(plan.NewNodes[i].NodePool, "provisioning").Inc()
+		for _, pod := range plan.NewNodes[i].Pods {
+			p.nominated.nominate(pod, nc.Name, solved)
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
 	for _, f := range plan.Unschedulable {
 		p.recorder.Eventf(f.Pod, corev1.EventTypeWarning, "FailedScheduling", "No NodePool can provision a node for this pod: %s", f.Reason)
 	}
+	created = slices.DeleteFunc(created, func(nc *v1.NodeClaim) bool { return nc == nil })
 	if len(created) > 0 {
 		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", len(snap.Input.Pods)-len(plan.Unschedulable),
-			"unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost())
+			"waiting", pending-len(snap.Input.Pods), "unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost(),
+			"solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds())
+	}
+	if err != nil {
+		return err
 	}
 	return p.waitForCache(ctx, created)
 }
 
-// NominationGrace is how long after its claim's node is ready a nominated pod may
-// stay pending before it is planned for again (the kube-scheduler needs a moment,
-// and someone else may have taken the room).
-const NominationGrace = 30 * time.Second
-
-// unnominated drops the pending pods that wait for a claim still coming up, and
-// forgets nominations whose claim is gone or has been ready for a while.
-func (p *Provisioner) unnominated(snap *state.Snapshot) []*corev1.Pod {
-	claims := map[string]*v1.NodeClaim{}
-	for _, nc := range snap.Claims {
-		claims[nc.Name] = nc
-	}
-	waiting := func(pod *corev1.Pod) bool {
-		name, ok := p.nominated[pod.UID]
-		if !ok {
-			return false
+// create makes the NodeClaims of the new nodes several at a time (one at a time,
+// hundreds of claims take seconds). created[i] is nil where nodes[i] failed.
+func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool, nodes []*scheduling.NewNode) ([]*v1.NodeClaim, error) {
+	created := make([]*v1.NodeClaim, len(nodes))
+	errs := make([]error, len(nodes))
+	workqueue.ParallelizeUntil(ctx, 16, len(nodes), func(i int) {
+		nc := NodeClaim(pools[nodes[i].NodePool], nodes[i])
+		if err := p.kube.Create(ctx, nc); err != nil {
+			errs[i] = fmt.Errorf("creating a NodeClaim for NodePool %s: %w", nodes[i].NodePool, err)
+			return
 		}
-		nc := claims[name]
-		if nc == nil || nc.DeletionTimestamp != nil {
-			delete(p.nominated, pod.UID)
-			return false
-		}
-		if ready := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); ready != nil &&
-			ready.Status == metav1.ConditionTrue && p.clock.Since(ready.LastTransitionTime.Time) > NominationGrace {
-			delete(p.nominated, pod.UID)
-			return false
-		}
-		return true
-	}
-	pending := make(map[k8stypes.UID]bool, len(snap.Input.Pods))
-	out := snap.Input.Pods[:0:0]
-	for _, pod := range snap.Input.Pods {
-		pending[pod.UID] = true
-		if !waiting(pod) {
-			out = append(out, pod)
-		}
-	}
-	for uid := range p.nominated {
-		if !pending[uid] {
-			delete(p.nominated, uid) // bound, or gone
-		}
-	}
-	return out
+		created[i] = nc
+	})
+	return created, errors.Join(errs...)
 }
 
 func (p *Provisioner) waitForCache(ctx context.Context, created []*v1.NodeClaim) error {

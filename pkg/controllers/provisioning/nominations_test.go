@@ -1,0 +1,223 @@
+package provisioning
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
+	"github.com/nodetailor/tailor/pkg/state"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func pod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: k8stypes.UID(name)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+}
+
+// claim is a NodeClaim created for cpu; launched gives it a provider ID.
+func claim(name, cpu string, opts ...func(*v1.NodeClaim)) *v1.NodeClaim {
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec: v1.NodeClaimSpec{Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi")}}}}
+	for _, o := range opts {
+		o(nc)
+	}
+	return nc
+}
+
+func registered(providerID, node string) func(*v1.NodeClaim) {
+	return func(nc *v1.NodeClaim) { nc.Status.ProviderID, nc.Status.NodeName = providerID, node }
+}
+
+func initialized(at time.Time) func(*v1.NodeClaim) {
+	return func(nc *v1.NodeClaim) {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeInitialized,
+			Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)})
+	}
+}
+
+// input is what state.Snapshot makes of these claims, nodes and pending pods.
+func input(claims []*v1.NodeClaim, nodes []*scheduling.Node, pending ...*corev1.Pod) *scheduling.Input {
+	in := &scheduling.Input{Pods: pending, Nodes: nodes}
+	have := map[string]bool{}
+	for _, n := range nodes {
+		have[n.Node.Spec.ProviderID] = true
+	}
+	for _, nc := range claims {
+		if nc.DeletionTimestamp == nil && !have[nc.Status.ProviderID] {
+			in.Nodes = append(in.Nodes, &scheduling.Node{Node: state.LaunchingNode(nc), Launching: true})
+		}
+	}
+	return in
+}
+
+func node(name, providerID, cpu string, pods ...*corev1.Pod) *scheduling.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu),
+			corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}}}
+	for _, p := range pods {
+		p.Spec.NodeName = name
+	}
+	return &scheduling.Node{Node: n, Pods: pods}
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestReserve(t *testing.T) {
+	tests := []struct {
+		name   string
+		claims []*v1.NodeClaim
+		nodes  []*scheduling.Node
+		noms   map[string]string // pod → claim
+		at     time.Time         // when the nominations were made; now is t0 + grace/2
+		// plan are the pods left to plan for; on, the pods then on each claim's node.
+		plan []string
+		on   map[string][]string
+		kept []string
+	}{{
+		name:   "a pod waits on its launching claim's node",
+		claims: []*v1.NodeClaim{claim("c1", "2")},
+		noms:   map[string]string{"a": "c1"},
+		plan:   []string{"b"},
+		on:     map[string][]string{"c1": {"a"}},
+		kept:   []string{"a"},
+	}, {
+		name:   "the claim is gone",
+		claims: []*v1.NodeClaim{claim("c2", "2")},
+		noms:   map[string]string{"a": "c1"},
+		plan:   []string{"a", "b"},
+	}, {
+		name: "the claim is being deleted",
+		claims: []*v1.NodeClaim{claim("c1", "2", func(nc *v1.NodeClaim) {
+			nc.DeletionTimestamp = &metav1.Time{Time: t0}
+		})},
+		noms: map[string]string{"a": "c1"},
+		plan: []string{"a", "b"},
+	}, {
+		name:   "the claim's node registered: the pod waits on the real node",
+		claims: []*v1.NodeClaim{claim("c1", "2", registered("sim:///z/i-1", "i-1"))},
+		nodes:  []*scheduling.Node{node("i-1", "sim:///z/i-1", "2")},
+		noms:   map[string]string{"a": "c1"},
+		plan:   []string{"b"},
+		on:     map[string][]string{"c1": {"a"}},
+		kept:   []string{"a"},
+	}, {
+		name:   "the node is up and the pod still fits: it waits out the grace",
+		claims: []*v1.NodeClaim{claim("c1", "2", registered("sim:///z/i-1", "i-1"), initialized(t0))},
+		nodes:  []*scheduling.Node{node("i-1", "sim:///z/i-1", "2", pod("x", "1"))},
+		noms:   map[string]string{"a": "c1"},
+		at:     t0,
+		plan:   []string{"b"},
+		on:     map[string][]string{"c1": {"x", "a"}},
+		kept:   []string{"a"},
+	}, {
+		name:   "the node is up and someone took the room: the pod is planned for at once",
+		claims: []*v1.NodeClaim{claim("c1", "2", registered("sim:///z/i-1", "i-1"), initialized(t0))},
+		nodes:  []*scheduling.Node{node("i-1", "sim:///z/i-1", "2", pod("x", "1500m"))},
+		noms:   map[string]string{"a": "c1"},
+		at:     t0,
+		plan:   []string{"a", "b"},
+		on:     map[string][]string{"c1": {"x"}},
+	}, {
+		name:   "the node has been up longer than the grace",
+		claims: []*v1.NodeClaim{claim("c1", "2", registered("sim:///z/i-1", "i-1"), initialized(t0.Add(-time.Minute)))},
+		nodes:  []*scheduling.Node{node("i-1", "sim:///z/i-1", "2")},
+		noms:   map[string]string{"a": "c1"},
+		at:     t0.Add(-time.Minute),
+		plan:   []string{"a", "b"},
+	}, {
+		name:   "a nomination of a pod no longer pending is forgotten",
+		claims: []*v1.NodeClaim{claim("c1", "2")},
+		noms:   map[string]string{"gone": "c1"},
+		plan:   []string{"a", "b"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(tt.claims, tt.nodes, pod("a", "1"), pod("b", "1"))
+			n := nominations{}
+			for p, c := range tt.noms {
+				n.nominate(pod(p, "1"), c, tt.at)
+			}
+			got := n.reserve(in, tt.claims, t0.Add(NominationGrace/2))
+			if diff := cmpNames(names(got), tt.plan); diff {
+				t.Errorf("to plan: got %v, want %v", names(got), tt.plan)
+			}
+			nodes := claimNodes(in, tt.claims)
+			for c, want := range tt.on {
+				if got := names(nodes[c].Pods); cmpNames(got, want) {
+					t.Errorf("on %s: got %v, want %v", c, got, want)
+				}
+			}
+			var kept []string
+			for uid := range n {
+				kept = append(kept, string(uid))
+			}
+			if cmpNames(kept, tt.kept) {
+				t.Errorf("nominations kept: got %v, want %v", kept, tt.kept)
+			}
+		})
+	}
+}
+
+func cmpNames(a, b []string) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// The room a launching claim holds for its pods is not handed to another pod: the
+// plan makes a new node for the newcomer instead of binding it to the claim.
+func TestReservedRoomIsNotHandedOutTwice(t *testing.T) {
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	types := schedtest.SyntheticTypes(20)
+	nc := claim("c1", "1")
+	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m"),
+		corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	waiting, newcomer := pod("a", "1500m"), pod("b", "1")
+
+	solve := func(n nominations) *scheduling.Plan {
+		t.Helper()
+		in := input([]*v1.NodeClaim{nc}, nil, waiting, newcomer)
+		in.NodePools = []*scheduling.NodePool{{NodePool: pool, InstanceTypes: types}}
+		in.Pods = n.reserve(in, []*v1.NodeClaim{nc}, t0)
+		plan, err := scheduling.Solve(in, scheduling.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	// Without the reservation the newcomer would take the waiting pod's room.
+	if plan := solve(nominations{}); len(plan.Bindings) == 0 {
+		t.Fatalf("the claim's room should look free without the nomination: %+v", plan)
+	}
+	n := nominations{}
+	n.nominate(waiting, "c1", t0)
+	plan := solve(n)
+	for _, b := range plan.Bindings {
+		t.Errorf("pod %s bound to %s, whose room is held for pod a", b.Pod.Name, b.Node)
+	}
+	if len(plan.NewNodes) != 1 || len(plan.NewNodes[0].Pods) != 1 || plan.NewNodes[0].Pods[0].Name != "b" {
+		t.Errorf("want one new node for pod b, got %+v", plan.NewNodes)
+	}
+}

@@ -32,6 +32,10 @@ type Options struct {
 	Dir string
 	// Scheduler, ControllerManager and Kwok start those components too.
 	Scheduler, ControllerManager, Kwok bool
+	// KubeAPIQPS, when set, is the client QPS of the scheduler and the
+	// controller-manager (burst twice that). Their defaults, 50 and 20, have the
+	// ReplicaSet controller create 20 pods a second: a scale test wants more.
+	KubeAPIQPS int
 	// ReadyTimeout bounds each component's readiness wait; zero means 90s.
 	ReadyTimeout time.Duration
 	// Detach leaves the components running after the caller exits (tailor sandbox);
@@ -146,6 +150,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	kubeconfigArgs := []string{"--kubeconfig", c.Kubeconfig,
 		"--authentication-kubeconfig", c.Kubeconfig, "--authorization-kubeconfig", c.Kubeconfig,
 		"--leader-elect=false", "--bind-address", "127.0.0.1"}
+	if opts.KubeAPIQPS > 0 {
+		kubeconfigArgs = append(kubeconfigArgs, "--kube-api-qps", strconv.Itoa(opts.KubeAPIQPS), "--kube-api-burst", strconv.Itoa(2*opts.KubeAPIQPS))
+	}
 	if opts.Scheduler {
 		p, err := c.start("kube-scheduler", bin("kube-scheduler"),
 			append(kubeconfigArgs, "--secure-port", strconv.Itoa(schedPort))...)

@@ -36,7 +36,15 @@ func TestScale(t *testing.T) {
 	tmp := t.TempDir()
 	tailor := testenv.BuildTailor(t)
 	ctx := t.Context()
-	cluster, kube, stop, err := testenv.Start(localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
+	// The controller-manager's default client QPS (20) has the ReplicaSet controller
+	// create 20 pods a second, so 1,000 pods would take 50s just to exist;
+	// TAILOR_SCALE_QPS=0 keeps the defaults.
+	qps := 200
+	if v, err := strconv.Atoi(os.Getenv("TAILOR_SCALE_QPS")); err == nil {
+		qps = v
+	}
+	t.Logf("controller-manager and scheduler client QPS: %d (0: their defaults)", qps)
+	cluster, kube, stop, err := testenv.Start(localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true, KubeAPIQPS: qps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +61,9 @@ func TestScale(t *testing.T) {
 		}
 	}
 	log, _ := os.Create(filepath.Join(tmp, "tailor.log"))
+	// TAILOR_SCALE_PPROF=127.0.0.1:6060 serves the controller's pprof there.
 	ctrl := exec.Command(tailor, "controller", "--kubeconfig", cluster.Kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--pprof-bind-address", os.Getenv("TAILOR_SCALE_PPROF"))
 	ctrl.Stdout, ctrl.Stderr = log, log
 	ctrl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := ctrl.Start(); err != nil {
@@ -79,6 +88,7 @@ func TestScale(t *testing.T) {
 	_ = kube.List(ctx, claims)
 	t.Logf("1000 pods: first NodeClaim %.1fs after the pods were created (batch window: idle 1s, max 10s); all running after %.1fs on %d nodes",
 		firstClaim.Sub(created).Seconds(), allRunning.Sub(created).Seconds(), len(claims.Items))
+	t.Logf("the ReplicaSet controller created the last pod %.1fs after the Deployments", lastPodCreated(ctx, kube).Sub(created).Seconds())
 	t.Logf("controller resident memory at 1,000 pods: %d MiB", rssMiB(ctrl.Process.Pid))
 
 	// Grow to 5,000 pods on about 500 nodes: pods of 1 cpu on small types.
@@ -100,6 +110,7 @@ func TestScale(t *testing.T) {
 	_ = kube.List(ctx, claims)
 	t.Logf("5000 pods running on %d nodes after %.0fs; controller resident memory %d MiB",
 		len(claims.Items), grown.Sub(allRunning).Seconds(), rssMiB(ctrl.Process.Pid))
+	t.Logf("the ReplicaSet controller created the last pod %.0fs after the 4,000 more were asked for", lastPodCreated(ctx, kube).Sub(allRunning).Seconds())
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -145,12 +156,27 @@ func running(ctx context.Context, kube client.Client) int {
 
 func waitFor(t *testing.T, timeout time.Duration, cond func(context.Context) bool) time.Time {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	// Listing thousands of pods costs the API server: look twice a second.
+	if err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		return cond(ctx), nil
 	}); err != nil {
 		t.Fatalf("not within %s", timeout)
 	}
 	return time.Now()
+}
+
+// lastPodCreated is the creation time of the newest pod (to the second).
+func lastPodCreated(ctx context.Context, kube client.Client) time.Time {
+	pods := &corev1.PodList{}
+	var last time.Time
+	if kube.List(ctx, pods) == nil {
+		for _, p := range pods.Items {
+			if p.CreationTimestamp.After(last) {
+				last = p.CreationTimestamp.Time
+			}
+		}
+	}
+	return last
 }
 
 func rssMiB(pid int) int {

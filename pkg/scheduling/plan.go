@@ -35,6 +35,9 @@ type Node struct {
 	// Launching marks a NodeClaim whose node is not ready yet; it is tried after the
 	// existing nodes.
 	Launching bool
+	// Requests, when set, is the sum of the requests of Pods (those not finished),
+	// so callers solving the same cluster many times need not have it recomputed.
+	Requests corev1.ResourceList
 }
 
 // NodePool is a NodePool and the instance types its cloud offers for it.

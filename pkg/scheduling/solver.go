@@ -240,15 +240,22 @@ func (s *solver) addNodes(nodes []*Node) error {
 		if in.Launching {
 			n.kind = launchingNode
 		}
+		if in.Requests != nil {
+			if n.used, err = s.idx.Vector(in.Requests); err != nil {
+				return fmt.Errorf("node %s: %w", node.Name, err)
+			}
+		}
 		for _, p := range in.Pods {
 			if terminal(p) {
 				continue
 			}
-			req, err := s.idx.Vector(PodRequests(p))
-			if err != nil {
-				return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+			if in.Requests == nil {
+				req, err := s.idx.Vector(PodRequests(p))
+				if err != nil {
+					return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+				}
+				n.used = n.used.Add(req, MaxResources)
 			}
-			n.used = n.used.Add(req, MaxResources)
 			n.ports = append(n.ports, podHostPorts(p)...)
 		}
 		s.nodes = append(s.nodes, n)

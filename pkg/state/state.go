@@ -162,13 +162,8 @@ func withoutStartupTaints(n *corev1.Node, nc *v1.NodeClaim) *corev1.Node {
 // unschedulable by the kube-scheduler, not finished or being deleted, and not a
 // DaemonSet's (those follow nodes rather than cause them).
 func Provisionable(p *corev1.Pod) bool {
-	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || scheduling.IsTerminal(p) || scheduling.IsDaemonSetPod(p) {
 		return false
-	}
-	for _, ref := range p.OwnerReferences {
-		if ref.Kind == "DaemonSet" {
-			return false
-		}
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {

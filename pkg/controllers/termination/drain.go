@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // Drain is one pass of draining a node, decided from its pods alone.
@@ -26,7 +27,7 @@ func PlanDrain(pods []corev1.Pod, expired bool) Drain {
 	for i := range pods {
 		p := &pods[i]
 		switch {
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, isMirror(p):
+		case scheduling.IsTerminal(p), scheduling.IsMirrorPod(p):
 			continue
 		case p.DeletionTimestamp != nil:
 			d.Waiting = append(d.Waiting, p)
@@ -37,7 +38,7 @@ func PlanDrain(pods []corev1.Pod, expired bool) Drain {
 		case p.Annotations[v1.DoNotDisruptAnnotationKey] == "true":
 			d.Waiting = append(d.Waiting, p)
 			d.Why = v1.DoNotDisruptAnnotationKey
-		case isDaemon(p) || isCritical(p):
+		case scheduling.IsDaemonSetPod(p) || isCritical(p):
 			last = append(last, p)
 		default:
 			first = append(first, p)
@@ -51,20 +52,6 @@ func PlanDrain(pods []corev1.Pod, expired bool) Drain {
 	}
 	d.Done = len(first)+len(last)+len(d.Waiting)+len(d.Delete) == 0
 	return d
-}
-
-func isMirror(p *corev1.Pod) bool {
-	_, ok := p.Annotations[corev1.MirrorPodAnnotationKey]
-	return ok
-}
-
-func isDaemon(p *corev1.Pod) bool {
-	for _, ref := range p.OwnerReferences {
-		if ref.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 func isCritical(p *corev1.Pod) bool {

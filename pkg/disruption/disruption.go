@@ -1,0 +1,386 @@
+// Package disruption decides which nodes to take away or replace: empty nodes,
+// drifted nodes, and nodes whose pods would run more cheaply elsewhere. It asks the
+// scheduling engine where a node's pods would go were the node gone, on a copy of
+// the cluster, and holds every decision to the NodePools' disruption budgets,
+// PodDisruptionBudgets and karpenter.sh/do-not-disrupt. It is pure: a snapshot in,
+// one command out.
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// Input is the cluster as one disruption pass sees it.
+type Input struct {
+	Now time.Time
+	// Cluster holds the nodes (registered and launching) with their pods, and the
+	// NodePools with their instance types. Nodes being deleted are left out; their
+	// claims, in Claims, still count against budgets.
+	Cluster *scheduling.Input
+	Claims  []*v1.NodeClaim
+	PDBs    []*policyv1.PodDisruptionBudget
+	// ProviderDrift names the claims the cloud provider reports drifted, and why.
+	ProviderDrift map[string]string
+	Options       Options
+}
+
+// Options tune the decisions.
+type Options struct {
+	// MinSavings is the fraction of the current price a replacement must save:
+	// consolidation never swaps nodes for pennies. Zero means DefaultMinSavings; a
+	// negative value means any saving.
+	MinSavings float64
+	// MultiNodeLimit bounds the candidates multi-node consolidation considers
+	// together. Zero means 100.
+	MultiNodeLimit int
+}
+
+// DefaultMinSavings is the saving a consolidation replacement must bring by default.
+const DefaultMinSavings = 0.10
+
+// SpotToSpotMinOptions is how many cheaper instance types a spot node's spot
+// replacement must be able to use: with fewer, the replacement would likely be the
+// next spot node to be interrupted or replaced again.
+const SpotToSpotMinOptions = 15
+
+// Kind says how a command came about.
+type Kind string
+
+// The kinds of commands, as metrics label them.
+const (
+	KindEmpty  Kind = "empty"
+	KindSingle Kind = "single"
+	KindMulti  Kind = "multi"
+	KindDrift  Kind = "drift"
+)
+
+// Command is one disruption to carry out: launch the replacements, then delete the
+// candidates.
+type Command struct {
+	Reason       v1.DisruptionReason
+	Kind         Kind
+	Candidates   []*Candidate
+	Replacements []*scheduling.NewNode
+	// Savings is the price per hour the command takes off the cluster (negative for
+	// a drift replacement that costs more).
+	Savings float64
+}
+
+// Decision reports "delete" or "replace", as Karpenter's metrics do.
+func (c *Command) Decision() string {
+	if len(c.Replacements) == 0 {
+		return "delete"
+	}
+	return "replace"
+}
+
+func (c *Command) String() string {
+	names := make([]string, len(c.Candidates))
+	for i, cand := range c.Candidates {
+		names[i] = cand.Node.Node.Name
+	}
+	s := fmt.Sprintf("%s %s (%s) of %s", c.Decision(), c.Reason, c.Kind, strings.Join(names, ", "))
+	if len(c.Replacements) > 0 {
+		types := make([]string, len(c.Replacements))
+		for i, r := range c.Replacements {
+			types[i] = r.InstanceType.Name + "/" + r.Offering.CapacityType
+		}
+		s += " with " + strings.Join(types, ", ")
+	}
+	return s + fmt.Sprintf(", saving $%.4f/h", c.Savings)
+}
+
+// Blocked is a node that was a candidate but is not being disrupted, and why.
+type Blocked struct {
+	Node   string
+	Reason string
+}
+
+// Decision is the outcome of one pass.
+type Decision struct {
+	// Command is nil when there is nothing to do.
+	Command *Command
+	// Blocked are consolidation candidates held back, for events.
+	Blocked []Blocked
+	// Eligible counts the candidates of each method.
+	Eligible map[v1.DisruptionReason]int
+	// Allowed is each NodePool's remaining budget per reason.
+	Allowed map[string]map[v1.DisruptionReason]int
+}
+
+// Candidate is a node Tailor launched that may be disrupted.
+type Candidate struct {
+	Claim *v1.NodeClaim
+	Node  *scheduling.Node
+	Pool  *scheduling.NodePool
+	// Price is what the node costs per hour (its offering's price; zero if the
+	// provider no longer lists it).
+	Price        float64
+	CapacityType string
+	// Pods are the pods that would have to move: not DaemonSet, mirror or finished.
+	Pods []*corev1.Pod
+
+	cost           float64 // of disrupting it: more pods, higher priority, later expiry cost more
+	consolidatable bool    // consolidateAfter has passed since its last pod event
+	drift          string  // why it drifted, if it did
+	blockedNode    string  // do-not-disrupt on the node or claim: nothing voluntary may touch it
+	blockedPods    string  // a pod that may not be evicted now
+	moved          []*corev1.Pod
+}
+
+// Decide picks the next disruption: empty nodes first, then drifted ones, then
+// consolidation (several nodes into at most one, then single nodes). At most one
+// command comes back; the controller carries it out and asks again.
+func Decide(in *Input) *Decision {
+	d := newDecider(in)
+	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed}
+	for _, method := range []func(*Decision) *Command{d.emptiness, d.drift, d.consolidation} {
+		if cmd := method(dec); cmd != nil {
+			dec.Command = cmd
+			break
+		}
+	}
+	return dec
+}
+
+type decider struct {
+	in         *Input
+	opts       Options
+	candidates []*Candidate // cheapest to disrupt first
+	allowed    map[string]map[v1.DisruptionReason]int
+	launching  bool // a claim is still coming up
+	pdbs       []pdb
+	nodes      []*scheduling.Node
+	quick      *quick
+}
+
+type pdb struct {
+	obj      *policyv1.PodDisruptionBudget
+	selector labels.Selector
+}
+
+func newDecider(in *Input) *decider {
+	d := &decider{in: in, opts: in.Options}
+	if d.opts.MinSavings == 0 {
+		d.opts.MinSavings = DefaultMinSavings
+	}
+	if d.opts.MultiNodeLimit == 0 {
+		d.opts.MultiNodeLimit = 100
+	}
+	for _, p := range in.PDBs {
+		// policy/v1: a null selector selects nothing, an empty one every pod.
+		if p.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		d.pdbs = append(d.pdbs, pdb{obj: p, selector: sel})
+	}
+	pools := map[string]*scheduling.NodePool{}
+	for _, p := range in.Cluster.NodePools {
+		pools[p.NodePool.Name] = p
+	}
+	// Copies that carry their pods' summed requests: every simulation reads them.
+	d.nodes = make([]*scheduling.Node, len(in.Cluster.Nodes))
+	for i, n := range in.Cluster.Nodes {
+		cp := *n
+		cp.Requests = requests(n.Pods)
+		d.nodes[i] = &cp
+	}
+	nodes := map[string]*scheduling.Node{}
+	for _, n := range d.nodes {
+		if n.Launching {
+			d.launching = true
+			continue
+		}
+		if id := n.Node.Spec.ProviderID; id != "" {
+			nodes[id] = n
+		}
+	}
+	total, disrupting := map[string]int{}, map[string]int{}
+	for _, nc := range in.Claims {
+		pool := nc.Labels[v1.NodePoolLabelKey]
+		if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeRegistered) {
+			if nc.DeletionTimestamp == nil {
+				d.launching = true
+			}
+			continue
+		}
+		total[pool]++
+		node := nodes[nc.Status.ProviderID]
+		switch {
+		case nc.DeletionTimestamp != nil, node == nil, hasTaint(node.Node, v1.DisruptedNoScheduleTaint):
+			disrupting[pool]++
+			continue
+		case !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized):
+			d.launching = true
+			continue
+		}
+		if np := pools[pool]; np != nil {
+			d.candidates = append(d.candidates, d.candidate(nc, node, np))
+		}
+	}
+	d.allowed = map[string]map[v1.DisruptionReason]int{}
+	for name, p := range pools {
+		d.allowed[name] = map[v1.DisruptionReason]int{}
+		for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
+			d.allowed[name][r] = Allowed(p.NodePool.Spec.Disruption.Budgets, r, in.Now, total[name], disrupting[name])
+		}
+	}
+	d.quick = newQuick(d.nodes, in.Cluster.NodePools)
+	slices.SortStableFunc(d.candidates, func(a, b *Candidate) int {
+		if a.cost != b.cost {
+			if a.cost < b.cost {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Node.Node.Name, b.Node.Node.Name)
+	})
+	return d
+}
+
+func (d *decider) candidate(nc *v1.NodeClaim, node *scheduling.Node, pool *scheduling.NodePool) *Candidate {
+	c := &Candidate{Claim: nc, Node: node, Pool: pool, CapacityType: node.Node.Labels[v1.CapacityTypeLabelKey]}
+	c.Price, _ = price(node.Node, pool)
+	if node.Node.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
+		c.blockedNode = fmt.Sprintf("node %s is annotated %s", node.Node.Name, v1.DoNotDisruptAnnotationKey)
+	} else if nc.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
+		c.blockedNode = fmt.Sprintf("nodeclaim %s is annotated %s", nc.Name, v1.DoNotDisruptAnnotationKey)
+	}
+	for _, p := range node.Pods {
+		if scheduling.IsTerminal(p) || scheduling.IsMirrorPod(p) {
+			continue
+		}
+		if c.blockedPods == "" {
+			c.blockedPods = d.evictionBlocked(p)
+		}
+		if scheduling.IsDaemonSetPod(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		c.Pods = append(c.Pods, p)
+		c.cost += podCost(p)
+	}
+	c.cost *= lifetimeRemaining(nc, d.in.Now)
+	c.consolidatable = consolidatable(nc, pool.NodePool, d.in.Now)
+	c.drift = d.drifted(c)
+	return c
+}
+
+// evictionBlocked says why p may not be evicted now, or "".
+func (d *decider) evictionBlocked(p *corev1.Pod) string {
+	if p.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
+		return fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.DoNotDisruptAnnotationKey)
+	}
+	if p.DeletionTimestamp != nil {
+		return ""
+	}
+	set := labels.Set(p.Labels)
+	for _, b := range d.pdbs {
+		if b.obj.Namespace == p.Namespace && b.selector.Matches(set) && b.obj.Status.DisruptionsAllowed <= 0 {
+			return fmt.Sprintf("pdb %s/%s prevents pod evictions", b.obj.Namespace, b.obj.Name)
+		}
+	}
+	return ""
+}
+
+// podCost weighs evicting p: one per pod, nudged by its deletion cost and priority.
+func podCost(p *corev1.Pod) float64 {
+	cost := 1.0
+	if s, ok := p.Annotations["controller.kubernetes.io/pod-deletion-cost"]; ok {
+		var v float64
+		if _, err := fmt.Sscan(s, &v); err == nil {
+			cost += math.Max(-math.MaxInt32, math.Min(math.MaxInt32, v)) / (1 << 27)
+		}
+	}
+	if p.Spec.Priority != nil {
+		cost += float64(*p.Spec.Priority) / (1 << 25)
+	}
+	return cost
+}
+
+// lifetimeRemaining is the share of its life a node has left: a node about to expire
+// is cheap to disrupt, it goes soon anyway.
+func lifetimeRemaining(nc *v1.NodeClaim, now time.Time) float64 {
+	d, ok := nc.Spec.ExpireAfter.Get()
+	if !ok || d <= 0 {
+		return 1
+	}
+	left := nc.CreationTimestamp.Add(d).Sub(now)
+	return math.Max(0, math.Min(1, float64(left)/float64(d)))
+}
+
+// consolidatable reports that consolidateAfter has passed since the node was
+// initialized and since a pod last arrived or left.
+func consolidatable(nc *v1.NodeClaim, np *v1.NodePool, now time.Time) bool {
+	after, ok := np.Spec.Disruption.ConsolidateAfter.Get()
+	if !ok {
+		return false // Never
+	}
+	last := nc.Status.LastPodEventTime.Time
+	if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); c != nil && c.LastTransitionTime.After(last) {
+		last = c.LastTransitionTime.Time
+	}
+	return !now.Before(last.Add(after))
+}
+
+// price is what the node's offering costs in its pool's catalog.
+func price(n *corev1.Node, pool *scheduling.NodePool) (float64, bool) {
+	name := n.Labels[v1.LabelInstanceType]
+	zone, captype := n.Labels[v1.LabelZone], n.Labels[v1.CapacityTypeLabelKey]
+	for _, it := range pool.InstanceTypes {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == zone && o.CapacityType == captype {
+				return o.Price, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// ExpiresAt is when a claim's expireAfter runs out, if it has one.
+func ExpiresAt(nc *v1.NodeClaim) (time.Time, bool) {
+	d, ok := nc.Spec.ExpireAfter.Get()
+	if !ok {
+		return time.Time{}, false
+	}
+	return nc.CreationTimestamp.Add(d), true
+}
+
+func hasTaint(n *corev1.Node, t corev1.Taint) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect })
+}
+
+// requests sums the requests of the pods that have not finished.
+func requests(pods []*corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, p := range pods {
+		if scheduling.IsTerminal(p) {
+			continue
+		}
+		for name, q := range scheduling.PodRequests(p) {
+			sum := out[name]
+			sum.Add(q)
+			out[name] = sum
+		}
+	}
+	return out
+}

@@ -1,0 +1,393 @@
+package disruption
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+func blockedReason(dec *Decision, node string) string {
+	for _, b := range dec.Blocked {
+		if b.Node == node {
+			return b.Reason
+		}
+	}
+	return ""
+}
+
+func TestEmptyNodesAreDeletedWithinBudget(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}}
+	busy := c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi"))
+	e1 := c.node(3, v1.CapacityTypeOnDemand, pod("10m", "10Mi", daemon))
+	e2 := c.node(3, v1.CapacityTypeOnDemand)
+	e3 := c.node(3, v1.CapacityTypeOnDemand)
+	dec := Decide(c.in)
+	cmd := dec.Command
+	if cmd == nil || cmd.Reason != v1.DisruptionReasonEmpty || cmd.Decision() != "delete" {
+		t.Fatalf("want deletion of empty nodes, got %v", cmd)
+	}
+	got := names(cmd.Candidates)
+	if len(got) != 2 || slices.Contains(got, busy.Node.Name) {
+		t.Fatalf("deleted %v: want two of the three empty nodes (budget 2), never %s", got, busy.Node.Name)
+	}
+	if dec.Eligible[v1.DisruptionReasonEmpty] != 3 {
+		t.Errorf("eligible empty = %d, want 3", dec.Eligible[v1.DisruptionReasonEmpty])
+	}
+	left := []string{e1.Node.Name, e2.Node.Name, e3.Node.Name}
+	left = slices.DeleteFunc(left, func(s string) bool { return slices.Contains(got, s) })
+	if !strings.Contains(blockedReason(dec, left[0]), "disruption budget") {
+		t.Errorf("the third empty node should be blocked by the budget, got %q", blockedReason(dec, left[0]))
+	}
+}
+
+func TestConsolidateAfterWaitsForQuiet(t *testing.T) {
+	c := newCluster(t)
+	n := c.node(3, v1.CapacityTypeOnDemand)
+	c.claim(n).Status.LastPodEventTime = metav1.NewTime(now.Add(-10 * time.Second))
+	if cmd := Decide(c.in).Command; cmd != nil {
+		t.Fatalf("a pod left 10s ago with consolidateAfter 30s: want nothing, got %s", cmd)
+	}
+	c.in.Now = now.Add(21 * time.Second)
+	if cmd := Decide(c.in).Command; cmd == nil || cmd.Reason != v1.DisruptionReasonEmpty {
+		t.Fatalf("after consolidateAfter the empty node should go, got %v", cmd)
+	}
+	c.pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+	if cmd := Decide(c.in).Command; cmd != nil {
+		t.Fatalf("consolidateAfter Never: want nothing, got %s", cmd)
+	}
+}
+
+func TestUnderutilizedNodesConsolidate(t *testing.T) {
+	c := newCluster(t)
+	// Three 8-cpu nodes each running one 1-cpu pod: one node of 4 cpu holds them all.
+	for range 3 {
+		c.node(7, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	}
+	before := c.price()
+	cmd := Decide(c.in).Command
+	if cmd == nil || cmd.Reason != v1.DisruptionReasonUnderutilized || cmd.Kind != KindMulti || len(cmd.Candidates) != 3 || len(cmd.Replacements) != 1 {
+		t.Fatalf("want the three nodes consolidated into one, got %v", cmd)
+	}
+	if r := cmd.Replacements[0]; r.Offering.Price >= before*(1-DefaultMinSavings) {
+		t.Errorf("replacement costs %.4f, the nodes %.4f", r.Offering.Price, before)
+	}
+	for _, it := range cmd.Replacements[0].InstanceTypes {
+		if o, _ := it.CheapestOffering(cmd.Replacements[0].Requirements); o.Price >= before*(1-DefaultMinSavings) {
+			t.Errorf("replacement option %s at %.4f does not save the minimum", it.Name, o.Price)
+		}
+	}
+	c.apply(cmd)
+	if after := c.price(); after >= before {
+		t.Errorf("price %.4f → %.4f", before, after)
+	}
+	if cmd := Decide(c.in).Command; cmd != nil {
+		t.Errorf("the consolidated cluster should be stable, got %s", cmd)
+	}
+}
+
+func TestSingleNodeReplacedWithCheaper(t *testing.T) {
+	c := newCluster(t)
+	n := c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"), pod("1", "1Gi"))
+	cmd := Decide(c.in).Command
+	if cmd == nil || cmd.Kind != KindSingle || cmd.Decision() != "replace" || cmd.Candidates[0].Node.Node.Name != n.Node.Name {
+		t.Fatalf("want %s replaced by a smaller node, got %v", n.Node.Name, cmd)
+	}
+	if cmd.Replacements[0].Offering.CapacityType != v1.CapacityTypeOnDemand {
+		t.Errorf("replacement must follow the NodePool's requirements, got %s", cmd.Replacements[0].Offering.CapacityType)
+	}
+	if cmd.Savings <= 0 {
+		t.Errorf("savings %.4f", cmd.Savings)
+	}
+}
+
+func TestDeleteWhenPodsFitElsewhere(t *testing.T) {
+	c := newCluster(t)
+	// Replacing both with one 8-cpu node saves exactly what deleting the small one
+	// does: the move that disrupts less wins.
+	c.node(7, v1.CapacityTypeOnDemand, pod("7", "1Gi"))
+	small := c.node(1, v1.CapacityTypeOnDemand, pod("500m", "1Gi"))
+	cmd := Decide(c.in).Command
+	if cmd == nil || cmd.Decision() != "delete" || len(cmd.Candidates) != 1 || cmd.Candidates[0].Node.Node.Name != small.Node.Name {
+		t.Fatalf("the small node's pod fits on the big one: want %s deleted, got %v", small.Node.Name, cmd)
+	}
+}
+
+func TestNoChurnForPennies(t *testing.T) {
+	c := newCluster(t)
+	// A 2-cpu node with a 1.5-cpu pod: nothing smaller fits, so nothing to gain.
+	n := c.node(1, v1.CapacityTypeOnDemand, pod("1500m", "1Gi"))
+	dec := Decide(c.in)
+	if dec.Command != nil {
+		t.Fatalf("want nothing, got %s", dec.Command)
+	}
+	if why := blockedReason(dec, n.Node.Name); !strings.Contains(why, "saves enough") {
+		t.Errorf("blocked reason %q, want it to say no replacement saves enough", why)
+	}
+	// A 3-cpu node whose pod fits a 2-cpu one saves a third: enough by default, not
+	// with a 50% minimum.
+	c = newCluster(t)
+	c.node(2, v1.CapacityTypeOnDemand, pod("1500m", "1Gi"))
+	if cmd := Decide(c.in).Command; cmd == nil || cmd.Decision() != "replace" {
+		t.Fatalf("3 → 2 cpu saves 33%%: want a replacement, got %v", cmd)
+	}
+	c.in.Options.MinSavings = 0.5
+	if cmd := Decide(c.in).Command; cmd != nil {
+		t.Fatalf("with a 50%% minimum saving: want nothing, got %s", cmd)
+	}
+}
+
+func TestBlockers(t *testing.T) {
+	for name, tc := range map[string]struct {
+		setup func(c *cluster, n *scheduling.Node)
+		want  string
+	}{
+		"do-not-disrupt pod": {func(c *cluster, n *scheduling.Node) {
+			n.Pods[0].Annotations[v1.DoNotDisruptAnnotationKey] = "true"
+		}, "do-not-disrupt"},
+		"do-not-disrupt node": {func(c *cluster, n *scheduling.Node) {
+			n.Node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+		}, "do-not-disrupt"},
+		"do-not-disrupt claim": {func(c *cluster, n *scheduling.Node) {
+			c.claim(n).Annotations[v1.DoNotDisruptAnnotationKey] = "true"
+		}, "do-not-disrupt"},
+		"pdb": {func(c *cluster, n *scheduling.Node) {
+			zero := intstr.FromInt32(0)
+			c.in.PDBs = append(c.in.PDBs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+				Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})
+		}, "pdb default/web prevents pod evictions"},
+		"budget": {func(c *cluster, n *scheduling.Node) {
+			c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}}
+		}, "disruption budget"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			n := c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+			tc.setup(c, n)
+			dec := Decide(c.in)
+			if dec.Command != nil {
+				t.Fatalf("want nothing, got %s", dec.Command)
+			}
+			if why := blockedReason(dec, n.Node.Name); !strings.Contains(why, tc.want) {
+				t.Errorf("blocked reason %q, want it to mention %q", why, tc.want)
+			}
+		})
+	}
+}
+
+func TestPDBWithRoomAllowsConsolidation(t *testing.T) {
+	c := newCluster(t)
+	c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	one := intstr.FromInt32(1)
+	c.in.PDBs = []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}}}
+	if cmd := Decide(c.in).Command; cmd == nil {
+		t.Fatal("a PDB that allows a disruption should not block")
+	}
+}
+
+func TestDrift(t *testing.T) {
+	t.Run("template hash", func(t *testing.T) {
+		c := newCluster(t)
+		c.pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+		n := c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi"))
+		if cmd := Decide(c.in).Command; cmd != nil {
+			t.Fatalf("nothing drifted yet, got %s", cmd)
+		}
+		c.pool.Annotations[v1.NodePoolHashAnnotationKey] = "h2"
+		cmd := Decide(c.in).Command
+		if cmd == nil || cmd.Reason != v1.DisruptionReasonDrifted || cmd.Candidates[0].Node.Node.Name != n.Node.Name || len(cmd.Replacements) != 1 {
+			t.Fatalf("want %s replaced for drift, got %v", n.Node.Name, cmd)
+		}
+		// A hash of another hashing version says nothing.
+		c.pool.Annotations[v1.NodePoolHashVersionAnnotationKey] = "v2"
+		if cmd := Decide(c.in).Command; cmd != nil {
+			t.Fatalf("hash versions differ: want nothing, got %s", cmd)
+		}
+	})
+	t.Run("requirements", func(t *testing.T) {
+		c := newCluster(t)
+		c.pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+		c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi"))
+		c.pool.Spec.Template.Spec.Requirements = append(c.pool.Spec.Template.Spec.Requirements,
+			v1.NodeSelectorRequirementWithMinValues{Key: "example.com/cpu", Operator: v1.NodeSelectorOpGt, Values: []string{"4"}})
+		cmd := Decide(c.in).Command
+		if cmd == nil || cmd.Reason != v1.DisruptionReasonDrifted || !strings.Contains(cmd.Candidates[0].drift, "RequirementsDrifted") {
+			t.Fatalf("want a requirements drift, got %v", cmd)
+		}
+		if got := cmd.Replacements[0].InstanceType.Name; got == c.types[3].Name {
+			t.Errorf("the replacement must meet the new requirements, got %s", got)
+		}
+	})
+	t.Run("instance type gone", func(t *testing.T) {
+		c := newCluster(t)
+		c.node(3, v1.CapacityTypeOnDemand)
+		c.pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+		c.in.Cluster.NodePools[0].InstanceTypes = slices.Delete(slices.Clone(c.types), 3, 4)
+		cmd := Decide(c.in).Command
+		if cmd == nil || cmd.Reason != v1.DisruptionReasonDrifted || cmd.Decision() != "delete" {
+			t.Fatalf("an empty node of a withdrawn type goes, got %v", cmd)
+		}
+	})
+	t.Run("provider", func(t *testing.T) {
+		c := newCluster(t)
+		c.pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+		n := c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi"))
+		c.in.ProviderDrift = map[string]string{c.claim(n).Name: "ImageDrifted"}
+		if cmd := Decide(c.in).Command; cmd == nil || cmd.Candidates[0].drift != "ImageDrifted" {
+			t.Fatalf("want the provider's drift, got %v", cmd)
+		}
+	})
+	t.Run("do-not-disrupt yields to terminationGracePeriod", func(t *testing.T) {
+		c := newCluster(t)
+		c.pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+		n := c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi", annotated(v1.DoNotDisruptAnnotationKey, "true")))
+		c.pool.Annotations[v1.NodePoolHashAnnotationKey] = "h2"
+		if cmd := Decide(c.in).Command; cmd != nil {
+			t.Fatalf("do-not-disrupt blocks drift, got %s", cmd)
+		}
+		c.claim(n).Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+		if cmd := Decide(c.in).Command; cmd == nil {
+			t.Fatal("with a terminationGracePeriod drift may proceed")
+		}
+	})
+}
+
+func TestNothingWhileLaunching(t *testing.T) {
+	c := newCluster(t)
+	c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	c.in.Claims = append(c.in.Claims, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "new", Labels: map[string]string{v1.NodePoolLabelKey: "default"}}})
+	if cmd := Decide(c.in).Command; cmd != nil {
+		t.Fatalf("a claim is launching: consolidation waits, got %s", cmd)
+	}
+}
+
+func TestDisruptingNodesCountAgainstBudget(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
+	c.node(3, v1.CapacityTypeOnDemand)
+	going := c.node(3, v1.CapacityTypeOnDemand)
+	going.Node.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint}
+	dec := Decide(c.in)
+	if dec.Command != nil {
+		t.Fatalf("one node is already disrupting under a budget of 1: want nothing, got %s", dec.Command)
+	}
+	if dec.Allowed["default"][v1.DisruptionReasonEmpty] != 0 {
+		t.Errorf("allowed = %d, want 0", dec.Allowed["default"][v1.DisruptionReasonEmpty])
+	}
+}
+
+func TestSpotToSpot(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}}}
+	// A 12-cpu spot node with a 1-cpu pod: only 11 cheaper types exist.
+	n := c.node(11, v1.CapacityTypeSpot, pod("1", "1Gi"))
+	dec := Decide(c.in)
+	if dec.Command != nil {
+		t.Fatalf("too few cheaper spot types: want nothing, got %s", dec.Command)
+	}
+	if why := blockedReason(dec, n.Node.Name); !strings.Contains(why, "spot replacement needs") {
+		t.Errorf("blocked reason %q", why)
+	}
+	c = newCluster(t)
+	c.pool.Spec.Template.Spec.Requirements = nil
+	c.node(31, v1.CapacityTypeSpot, pod("1", "1Gi"))
+	cmd := Decide(c.in).Command
+	if cmd == nil || len(cmd.Replacements[0].InstanceTypes) != SpotToSpotMinOptions {
+		t.Fatalf("a 32-cpu spot node has plenty of cheaper types: want a replacement with %d options, got %v", SpotToSpotMinOptions, cmd)
+	}
+	if r, ok := cmd.Replacements[0].Requirements.Get(v1.LabelInstanceType); !ok || len(r.Values()) != SpotToSpotMinOptions {
+		t.Errorf("the replacement's requirements must name only its options")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	c := newCluster(t)
+	n := c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	cmd := Decide(c.in).Command
+	if cmd == nil {
+		t.Fatal("want a command")
+	}
+	if _, err := Validate(c.in, cmd); err != nil {
+		t.Fatalf("nothing changed, yet: %v", err)
+	}
+	c.claim(n).Status.LastPodEventTime = metav1.NewTime(now)
+	n.Pods = append(n.Pods, pod("8", "1Gi"))
+	if _, err := Validate(c.in, cmd); err == nil || !strings.Contains(err.Error(), "pod arrive") {
+		t.Fatalf("a pod arrived: want an error, got %v", err)
+	}
+}
+
+// TestScaleDownSettlesNearOptimal scales a packed cluster down to a third of its
+// pods and runs passes until nothing is left to do: every command saves money, the
+// passes end, and the final price is close to a fresh solve of what is left.
+func TestScaleDownSettlesNearOptimal(t *testing.T) {
+	c := newCluster(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	sizes := []string{"250m", "500m", "1", "1500m"}
+	var all []*corev1.Pod
+	for range 150 {
+		all = append(all, pod(sizes[rng.IntN(len(sizes))], "512Mi"))
+	}
+	in := *c.in.Cluster
+	in.Pods = all
+	plan, err := scheduling.Solve(&in, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range plan.NewNodes {
+		typ := slices.Index(c.types, n.InstanceType)
+		c.node(typ, v1.CapacityTypeOnDemand, n.Pods...)
+	}
+	// Scale down: keep every third pod.
+	for _, n := range c.in.Cluster.Nodes {
+		n.Pods = slices.DeleteFunc(n.Pods, func(p *corev1.Pod) bool { return !strings.HasSuffix(p.Name, "0") && !strings.HasSuffix(p.Name, "3") && !strings.HasSuffix(p.Name, "6") })
+	}
+	before := c.price()
+	passes := 0
+	for ; passes < 100; passes++ {
+		cmd := Decide(c.in).Command
+		if cmd == nil {
+			break
+		}
+		if cmd.Savings <= 0 {
+			t.Fatalf("pass %d: %s saves nothing", passes, cmd)
+		}
+		c.apply(cmd)
+	}
+	if passes == 100 {
+		t.Fatal("consolidation did not settle in 100 passes")
+	}
+	var left []*corev1.Pod
+	for _, n := range c.in.Cluster.Nodes {
+		for _, p := range n.Pods {
+			cp := *p
+			cp.Spec.NodeName = ""
+			left = append(left, &cp)
+		}
+	}
+	fresh := *c.in.Cluster
+	fresh.Nodes, fresh.Pods = nil, left
+	optimal, err := scheduling.Solve(&fresh, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := c.price()
+	t.Logf("%d pods: $%.3f/h on %d nodes after scale-down; settled in %d passes at $%.3f/h on %d nodes; a fresh solve costs $%.3f/h (ratio %.3f)",
+		len(left), before, len(plan.NewNodes), passes, after, len(c.in.Cluster.Nodes), optimal.Cost(), after/optimal.Cost())
+	if after > optimal.Cost()*1.25 {
+		t.Errorf("settled at $%.3f/h, a fresh solve costs $%.3f/h", after, optimal.Cost())
+	}
+}

@@ -1,0 +1,39 @@
+package disruption
+
+import (
+	"fmt"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// drifted says why a node no longer matches what its NodePool would launch today:
+// the template changed (its hash), its labels no longer meet the requirements, its
+// instance type is no longer offered, or the provider reports its NodeClass moved on.
+func (d *decider) drifted(c *Candidate) string {
+	np := c.Pool.NodePool
+	claimHash, poolHash := c.Claim.Annotations[v1.NodePoolHashAnnotationKey], np.Annotations[v1.NodePoolHashAnnotationKey]
+	claimVersion, poolVersion := c.Claim.Annotations[v1.NodePoolHashVersionAnnotationKey], np.Annotations[v1.NodePoolHashVersionAnnotationKey]
+	// A hash of another version says nothing: the hashing itself changed.
+	if claimHash != "" && poolHash != "" && claimHash != poolHash && (claimVersion == "" || claimVersion == poolVersion) {
+		return "NodePoolDrifted"
+	}
+	labels := c.Node.Node.Labels
+	if reqs, err := scheduling.FromNodePool(np.Spec.Template.Spec.Requirements, nil); err == nil {
+		for i := range reqs {
+			r := &reqs[i]
+			if v, ok := labels[r.Key]; ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
+				return fmt.Sprintf("RequirementsDrifted: %s=%q no longer meets the NodePool's requirement %s", r.Key, v, r.String())
+			}
+		}
+	}
+	if c.Pool.Unavailable == "" && len(c.Pool.InstanceTypes) > 0 {
+		if _, ok := price(c.Node.Node, c.Pool); !ok {
+			return fmt.Sprintf("InstanceTypeNotFound: %s in %s (%s) is no longer offered", labels[v1.LabelInstanceType], labels[v1.LabelZone], labels[v1.CapacityTypeLabelKey])
+		}
+	}
+	if why := d.in.ProviderDrift[c.Claim.Name]; why != "" {
+		return why
+	}
+	return ""
+}

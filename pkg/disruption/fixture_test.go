@@ -1,0 +1,171 @@
+package disruption
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
+)
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+// cluster builds disruption inputs: nodes of the synthetic catalog (type i has i+1
+// cpu), each with its claim, in one NodePool "default".
+type cluster struct {
+	t     testing.TB
+	types []*scheduling.InstanceType
+	pool  *v1.NodePool
+	in    *Input
+	n     int
+}
+
+func newCluster(t testing.TB) *cluster {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default",
+		Annotations: map[string]string{v1.NodePoolHashAnnotationKey: "h1", v1.NodePoolHashVersionAnnotationKey: "v1"}}}
+	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("30s")
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
+	types := schedtest.SyntheticTypes(32)
+	c := &cluster{t: t, types: types, pool: np, in: &Input{Now: now, Cluster: &scheduling.Input{
+		NodePools: []*scheduling.NodePool{{NodePool: np, InstanceTypes: types}}}}}
+	return c
+}
+
+// node adds a registered, initialized node of type index typ an hour old.
+func (c *cluster) node(typ int, captype string, pods ...*corev1.Pod) *scheduling.Node {
+	c.n++
+	name := fmt.Sprintf("node-%d", c.n)
+	it := c.types[typ]
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		v1.LabelInstanceType: it.Name, v1.LabelZone: "zone-a", v1.CapacityTypeLabelKey: captype,
+		v1.NodePoolLabelKey: c.pool.Name, v1.LabelArch: "amd64", v1.LabelOS: "linux", v1.LabelHostname: name,
+		"example.com/cpu": fmt.Sprint(typ + 1)}},
+		Spec:   corev1.NodeSpec{ProviderID: "fake:///" + name},
+		Status: corev1.NodeStatus{Allocatable: it.Allocatable(), Capacity: it.Capacity}}
+	for _, p := range pods {
+		p.Spec.NodeName = name
+	}
+	sn := &scheduling.Node{Node: n, Pods: pods}
+	c.in.Cluster.Nodes = append(c.in.Cluster.Nodes, sn)
+	ready := metav1.Condition{Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + name, Labels: map[string]string{v1.NodePoolLabelKey: c.pool.Name},
+		Annotations:       map[string]string{v1.NodePoolHashAnnotationKey: "h1", v1.NodePoolHashVersionAnnotationKey: "v1"},
+		CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+		Status: v1.NodeClaimStatus{ProviderID: n.Spec.ProviderID, NodeName: name}}
+	for _, t := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+		cond := ready
+		cond.Type, cond.Reason = t, t
+		nc.Status.Conditions = append(nc.Status.Conditions, cond)
+	}
+	c.in.Claims = append(c.in.Claims, nc)
+	return sn
+}
+
+func (c *cluster) claim(n *scheduling.Node) *v1.NodeClaim {
+	for _, nc := range c.in.Claims {
+		if nc.Status.ProviderID == n.Node.Spec.ProviderID {
+			return nc
+		}
+	}
+	c.t.Fatalf("no claim for %s", n.Node.Name)
+	return nil
+}
+
+func (c *cluster) price() float64 {
+	total := 0.0
+	for _, n := range c.in.Cluster.Nodes {
+		p, _ := price(n.Node, c.in.Cluster.NodePools[0])
+		total += p
+	}
+	return total
+}
+
+// apply carries a command out as the controller would: the replacements come up,
+// the candidates go, and their pods land where the kube-scheduler would put them.
+func (c *cluster) apply(cmd *Command) {
+	c.t.Helper()
+	var moved []*corev1.Pod
+	gone := map[string]bool{}
+	for _, cand := range cmd.Candidates {
+		gone[cand.Node.Node.Name] = true
+		moved = append(moved, cand.movedPods()...)
+	}
+	var nodes []*scheduling.Node
+	for _, n := range c.in.Cluster.Nodes {
+		if !gone[n.Node.Name] {
+			nodes = append(nodes, n)
+		}
+	}
+	var claims []*v1.NodeClaim
+	for _, nc := range c.in.Claims {
+		if !gone[nc.Status.NodeName] {
+			claims = append(claims, nc)
+		}
+	}
+	c.in.Cluster.Nodes, c.in.Claims = nodes, claims
+	for _, r := range cmd.Replacements {
+		typ := -1
+		for i, it := range c.types {
+			if it == r.InstanceType {
+				typ = i
+			}
+		}
+		c.node(typ, r.Offering.CapacityType)
+	}
+	in := *c.in.Cluster
+	in.Pods = moved
+	plan, err := scheduling.Solve(&in, scheduling.Options{})
+	if err != nil || len(plan.NewNodes) > 0 || len(plan.Unschedulable) > 0 {
+		c.t.Fatalf("applying %s: pods did not land on the cluster as planned (err %v, %d new nodes, %d unschedulable)",
+			cmd, err, len(plan.NewNodes), len(plan.Unschedulable))
+	}
+	byName := map[string]*scheduling.Node{}
+	for _, n := range c.in.Cluster.Nodes {
+		byName[n.Node.Name] = n
+	}
+	for _, b := range plan.Bindings {
+		b.Pod.Spec.NodeName = b.Node
+		byName[b.Node].Pods = append(byName[b.Node].Pods, b.Pod)
+	}
+}
+
+var podSeq int
+
+func pod(cpu, mem string, opts ...func(*corev1.Pod)) *corev1.Pod {
+	podSeq++
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", podSeq), Namespace: "default",
+		UID: types.UID(fmt.Sprint("uid-", podSeq)), Labels: map[string]string{"app": "web"}, Annotations: map[string]string{}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func daemon(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "logs", APIVersion: "apps/v1"}}
+}
+
+func annotated(k, v string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Annotations[k] = v }
+}
+
+func names(cands []*Candidate) []string {
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.Node.Node.Name
+	}
+	return out
+}

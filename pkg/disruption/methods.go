@@ -1,0 +1,279 @@
+package disruption
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// emptiness deletes every node, within budgets, that has run nothing but DaemonSet
+// and mirror pods for consolidateAfter; under either consolidation policy.
+func (d *decider) emptiness(dec *Decision) *Command {
+	cmd := &Command{Reason: v1.DisruptionReasonEmpty, Kind: KindEmpty}
+	taken := map[string]int{}
+	for _, c := range d.candidates {
+		if len(c.Pods) > 0 || !c.consolidatable {
+			continue
+		}
+		dec.Eligible[v1.DisruptionReasonEmpty]++
+		if why := c.blocked(false); why != "" {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why})
+			continue
+		}
+		pool := c.Pool.NodePool.Name
+		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonEmpty] {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonEmpty)})
+			continue
+		}
+		taken[pool]++
+		cmd.Candidates = append(cmd.Candidates, c)
+		cmd.Savings += c.Price
+	}
+	if len(cmd.Candidates) == 0 {
+		return nil
+	}
+	return cmd
+}
+
+// drift replaces drifted nodes: the empty ones are deleted together, the others one
+// at a time, each with whatever nodes its pods need (cheaper or not).
+func (d *decider) drift(dec *Decision) *Command {
+	empty := &Command{Reason: v1.DisruptionReasonDrifted, Kind: KindDrift}
+	var busy []*Candidate
+	taken := map[string]int{}
+	for _, c := range d.candidates {
+		if c.drift == "" {
+			continue
+		}
+		dec.Eligible[v1.DisruptionReasonDrifted]++
+		// A claim with a terminationGracePeriod may be drained past do-not-disrupt
+		// pods and PDBs: the grace period bounds the wait (Karpenter v1).
+		if why := c.blocked(c.Claim.Spec.TerminationGracePeriod != nil); why != "" {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why})
+			continue
+		}
+		pool := c.Pool.NodePool.Name
+		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonDrifted] {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonDrifted)})
+			continue
+		}
+		if len(c.Pods) == 0 {
+			taken[pool]++
+			empty.Candidates = append(empty.Candidates, c)
+			empty.Savings += c.Price
+			continue
+		}
+		busy = append(busy, c)
+	}
+	if len(empty.Candidates) > 0 {
+		return empty
+	}
+	if d.launching {
+		return nil // replacements of an earlier pass, or new capacity, still coming up
+	}
+	for _, c := range busy {
+		plan, err := d.simulate([]*Candidate{c})
+		if err != nil || len(plan.Unschedulable) > 0 {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, unschedulable(plan, err)})
+			continue
+		}
+		return &Command{Reason: v1.DisruptionReasonDrifted, Kind: KindDrift, Candidates: []*Candidate{c},
+			Replacements: plan.NewNodes, Savings: c.Price - plan.Cost()}
+	}
+	return nil
+}
+
+// consolidation looks for a cheaper cluster: first several nodes at once into at
+// most one, then single nodes, each deleted or replaced by one cheaper node.
+func (d *decider) consolidation(dec *Decision) *Command {
+	var cands []*Candidate
+	taken := map[string]int{}
+	for _, c := range d.candidates {
+		if c.Pool.NodePool.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || !c.consolidatable || len(c.Pods) == 0 {
+			continue
+		}
+		dec.Eligible[v1.DisruptionReasonUnderutilized]++
+		if why := c.blocked(false); why != "" {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why})
+			continue
+		}
+		pool := c.Pool.NodePool.Name
+		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonUnderutilized] {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonUnderutilized)})
+			continue
+		}
+		taken[pool]++
+		cands = append(cands, c)
+	}
+	if len(cands) == 0 || d.launching {
+		return nil
+	}
+	multi := d.multiNode(cands)
+	if multi != nil && len(multi.Replacements) == 0 {
+		return multi
+	}
+	// Several nodes into one new node can save no more than one node deleted (prices
+	// grow with size): then the single node, which disrupts less, is the better move.
+	for _, c := range cands {
+		cmd, why := d.consolidate([]*Candidate{c}, KindSingle)
+		if cmd != nil {
+			if multi != nil && multi.Savings > cmd.Savings+1e-9 {
+				return multi
+			}
+			return cmd
+		}
+		dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why})
+	}
+	return multi
+}
+
+// multiNode finds, by binary search over the cheapest-to-disrupt candidates, the
+// longest run that consolidates into at most one node.
+func (d *decider) multiNode(cands []*Candidate) *Command {
+	cands = cands[:min(len(cands), d.opts.MultiNodeLimit)]
+	var best *Command
+	lo, hi := 2, len(cands)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if cmd, _ := d.consolidate(cands[:mid], KindMulti); cmd != nil {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}
+
+// consolidate checks that the candidates' pods fit on the rest of the cluster plus
+// at most one new node that saves enough, and returns the command or why not.
+func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) {
+	if kind == KindSingle && !d.quick.mayMove(cands[0], d.ceiling(cands[0].Price)) {
+		return nil, "no replacement saves enough: its pods fit on no other node, and no node cheaper by the minimum saving would hold them"
+	}
+	plan, err := d.simulate(cands)
+	if err != nil || len(plan.Unschedulable) > 0 {
+		return nil, unschedulable(plan, err)
+	}
+	current, allSpot := 0.0, true
+	for _, c := range cands {
+		current += c.Price
+		allSpot = allSpot && c.CapacityType == v1.CapacityTypeSpot
+	}
+	cmd := &Command{Reason: v1.DisruptionReasonUnderutilized, Kind: kind, Candidates: cands, Savings: current}
+	switch len(plan.NewNodes) {
+	case 0:
+		return cmd, ""
+	case 1:
+	default:
+		return nil, fmt.Sprintf("its pods would need %d new nodes", len(plan.NewNodes))
+	}
+	r := plan.NewNodes[0]
+	ceiling := d.ceiling(current)
+	var options []*scheduling.InstanceType
+	spot := false
+	for _, it := range r.InstanceTypes {
+		if o, ok := it.CheapestOffering(r.Requirements); ok && o.Price < ceiling {
+			options = append(options, it)
+			spot = spot || o.CapacityType == v1.CapacityTypeSpot
+		}
+	}
+	if len(options) == 0 {
+		return nil, fmt.Sprintf("no replacement saves enough: the cheapest costs $%.4f/h against $%.4f/h now", r.Offering.Price, current)
+	}
+	if allSpot && spot {
+		// Spot to spot only with many cheaper choices, and never several nodes into
+		// one: otherwise the cluster chases the spot market.
+		if kind == KindMulti {
+			return nil, "spot nodes are not consolidated together into spot"
+		}
+		if len(options) < SpotToSpotMinOptions {
+			return nil, fmt.Sprintf("a spot replacement needs %d cheaper instance types, %d are", SpotToSpotMinOptions, len(options))
+		}
+		options = options[:SpotToSpotMinOptions]
+	}
+	cmd.Replacements = []*scheduling.NewNode{restrict(r, options)}
+	cmd.Savings = current - r.Offering.Price
+	return cmd, ""
+}
+
+// restrict narrows a planned node to the given instance types (a prefix of its
+// options in price order, so its cheapest option stays).
+func restrict(n *scheduling.NewNode, types []*scheduling.InstanceType) *scheduling.NewNode {
+	if len(types) == len(n.InstanceTypes) {
+		return n
+	}
+	out := *n
+	out.InstanceTypes = types
+	names := make([]string, len(types))
+	for i, it := range types {
+		names[i] = it.Name
+	}
+	out.Requirements = n.Requirements.With(scheduling.MustRequirement(v1.LabelInstanceType, v1.NodeSelectorOpIn, names...))
+	return &out
+}
+
+// simulate places the candidates' pods on the cluster without the candidates.
+func (d *decider) simulate(cands []*Candidate) (*scheduling.Plan, error) {
+	gone := make(map[*scheduling.Node]bool, len(cands))
+	in := *d.in.Cluster
+	in.Pods = nil
+	for _, c := range cands {
+		gone[c.Node] = true
+		in.Pods = append(in.Pods, c.movedPods()...)
+	}
+	in.Nodes = make([]*scheduling.Node, 0, len(d.nodes))
+	for _, n := range d.nodes {
+		if !gone[n] {
+			in.Nodes = append(in.Nodes, n)
+		}
+	}
+	return scheduling.Solve(&in, scheduling.Options{})
+}
+
+// movedPods are the candidate's pods as they would be pending elsewhere.
+func (c *Candidate) movedPods() []*corev1.Pod {
+	if c.moved == nil {
+		c.moved = make([]*corev1.Pod, len(c.Pods))
+		for i, p := range c.Pods {
+			cp := *p
+			cp.Spec.NodeName = ""
+			c.moved[i] = &cp
+		}
+	}
+	return c.moved
+}
+
+// blocked says why nothing voluntary may disrupt the candidate; graceful lets a
+// claim with a terminationGracePeriod past blocking pods.
+func (c *Candidate) blocked(graceful bool) string {
+	if c.blockedNode != "" {
+		return c.blockedNode
+	}
+	if !graceful {
+		return c.blockedPods
+	}
+	return ""
+}
+
+func budgetBlocked(pool string, reason v1.DisruptionReason) string {
+	return fmt.Sprintf("the disruption budget of NodePool %s allows no more %s disruptions now", pool, reason)
+}
+
+func unschedulable(plan *scheduling.Plan, err error) string {
+	if err != nil {
+		return "its pods cannot be placed: " + err.Error()
+	}
+	f := plan.Unschedulable[0]
+	return fmt.Sprintf("pod %s/%s would not fit anywhere else: %s", f.Pod.Namespace, f.Pod.Name, f.Reason)
+}
+
+// ceiling is the most a replacement for nodes costing current may cost.
+func (d *decider) ceiling(current float64) float64 {
+	if d.opts.MinSavings < 0 {
+		return current
+	}
+	return current * (1 - d.opts.MinSavings)
+}

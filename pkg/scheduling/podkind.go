@@ -1,0 +1,26 @@
+package scheduling
+
+import corev1 "k8s.io/api/core/v1"
+
+// IsDaemonSetPod reports a pod a DaemonSet owns: it follows nodes rather than
+// needing one.
+func IsDaemonSetPod(p *corev1.Pod) bool {
+	for _, ref := range p.OwnerReferences {
+		if ref.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// IsMirrorPod reports the API server's copy of a static pod: the kubelet runs it and
+// it cannot be evicted or moved.
+func IsMirrorPod(p *corev1.Pod) bool {
+	_, ok := p.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
+}
+
+// IsTerminal reports a pod that has finished.
+func IsTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}

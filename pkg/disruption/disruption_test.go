@@ -353,7 +353,9 @@ func TestScaleDownSettlesNearOptimal(t *testing.T) {
 	}
 	// Scale down: keep every third pod.
 	for _, n := range c.in.Cluster.Nodes {
-		n.Pods = slices.DeleteFunc(n.Pods, func(p *corev1.Pod) bool { return !strings.HasSuffix(p.Name, "0") && !strings.HasSuffix(p.Name, "3") && !strings.HasSuffix(p.Name, "6") })
+		n.Pods = slices.DeleteFunc(n.Pods, func(p *corev1.Pod) bool {
+			return !strings.HasSuffix(p.Name, "0") && !strings.HasSuffix(p.Name, "3") && !strings.HasSuffix(p.Name, "6")
+		})
 	}
 	before := c.price()
 	passes := 0

@@ -27,6 +27,11 @@ func parseController(args []string, stderr io.Writer) (operator.Options, error) 
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", opts.LeaderElection, "elect a leader through a Lease, so replicas can stand by")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", opts.LeaderElectionNamespace, "namespace of the leader Lease")
 	fs.DurationVar(&opts.UnavailableOfferingsTTL, "unavailable-offerings-ttl", opts.UnavailableOfferingsTTL, "how long an offering that ran out of capacity is avoided")
+	fs.DurationVar(&opts.Disruption.Interval, "disruption-interval", opts.Disruption.Interval, "pause between disruption passes (emptiness, drift, consolidation)")
+	fs.DurationVar(&opts.Disruption.ValidationDelay, "consolidation-validation-delay", opts.Disruption.ValidationDelay, "how long a consolidation decision waits before it is checked again and carried out")
+	fs.DurationVar(&opts.Disruption.ReplacementTimeout, "replacement-timeout", opts.Disruption.ReplacementTimeout, "how long replacements may take to initialize before a disruption is rolled back")
+	fs.Float64Var(&opts.Disruption.MinSavings, "consolidation-min-savings", opts.Disruption.MinSavings, "fraction of the current price a consolidation replacement must save (deleting a node always may)")
+	fs.DurationVar(&opts.InterruptionInterval, "interruption-interval", opts.InterruptionInterval, "how often the cloud provider's interruption notices are read")
 	return opts, fs.Parse(args)
 }
 

@@ -105,8 +105,9 @@ func (c *Command) String() string {
 
 // Blocked is a node that was a candidate but is not being disrupted, and why.
 type Blocked struct {
-	Node   string
-	Reason string
+	Node      string
+	Reason    string
+	Candidate *Candidate
 }
 
 // Decision is the outcome of one pass.

@@ -20,12 +20,12 @@ func (d *decider) emptiness(dec *Decision) *Command {
 		}
 		dec.Eligible[v1.DisruptionReasonEmpty]++
 		if why := c.blocked(false); why != "" {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why})
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
 			continue
 		}
 		pool := c.Pool.NodePool.Name
 		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonEmpty] {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonEmpty)})
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonEmpty), c})
 			continue
 		}
 		taken[pool]++
@@ -52,12 +52,12 @@ func (d *decider) drift(dec *Decision) *Command {
 		// A claim with a terminationGracePeriod may be drained past do-not-disrupt
 		// pods and PDBs: the grace period bounds the wait (Karpenter v1).
 		if why := c.blocked(c.Claim.Spec.TerminationGracePeriod != nil); why != "" {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why})
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
 			continue
 		}
 		pool := c.Pool.NodePool.Name
 		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonDrifted] {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonDrifted)})
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonDrifted), c})
 			continue
 		}
 		if len(c.Pods) == 0 {
@@ -77,7 +77,7 @@ func (d *decider) drift(dec *Decision) *Command {
 	for _, c := range busy {
 		plan, err := d.simulate([]*Candidate{c})
 		if err != nil || len(plan.Unschedulable) > 0 {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, unschedulable(plan, err)})
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, unschedulable(plan, err), c})
 			continue
 		}
 		return &Command{Reason: v1.DisruptionReasonDrifted, Kind: KindDrift, Candidates: []*Candidate{c},
@@ -97,12 +97,12 @@ func (d *decider) consolidation(dec *Decision) *Command {
 		}
 		dec.Eligible[v1.DisruptionReasonUnderutilized]++
 		if why := c.blocked(false); why != "" {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why})
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
 			continue
 		}
 		pool := c.Pool.NodePool.Name
 		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonUnderutilized] {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonUnderutilized)})
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonUnderutilized), c})
 			continue
 		}
 		taken[pool]++
@@ -125,7 +125,7 @@ func (d *decider) consolidation(dec *Decision) *Command {
 			}
 			return cmd
 		}
-		dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why})
+		dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
 	}
 	return multi
 }

@@ -23,8 +23,12 @@ import (
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
+	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
+	"github.com/nodetailor/tailor/pkg/controllers/interruption"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/expiration"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/podevents"
 	"github.com/nodetailor/tailor/pkg/controllers/nodepool"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
 	"github.com/nodetailor/tailor/pkg/controllers/termination"
@@ -51,13 +55,18 @@ type Options struct {
 	UnavailableOfferingsTTL time.Duration
 	// GCInterval is how often leaked instances and vanished ones are looked for.
 	GCInterval time.Duration
+	// Disruption tunes the disruption loop (consolidation, drift, emptiness).
+	Disruption disruptionctl.Options
+	// InterruptionInterval is how often the provider's interruption notices are read.
+	InterruptionInterval time.Duration
 }
 
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{CloudProvider: "sim", BatchIdle: time.Second, BatchMax: 10 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElection: true, LeaderElectionNamespace: "kube-system",
-		UnavailableOfferingsTTL: 3 * time.Minute, GCInterval: 30 * time.Second}
+		UnavailableOfferingsTTL: 3 * time.Minute, GCInterval: 30 * time.Second,
+		Disruption: disruptionctl.DefaultOptions(), InterruptionInterval: 2 * time.Second}
 }
 
 // Scheme knows the kinds Tailor reads and writes.
@@ -114,6 +123,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := termination.RegisterMetrics(metrics.Registry); err != nil {
 		return err
 	}
+	if err := disruptionctl.RegisterMetrics(metrics.Registry); err != nil {
+		return err
+	}
+	if err := metrics.Registry.Register(interruption.Received); err != nil {
+		return err
+	}
 	unavailable := cloudprovider.NewUnavailableOfferings(clk, opts.UnavailableOfferingsTTL)
 	instanceTypes := func(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
 		types, err := cloud.InstanceTypes(ctx, np)
@@ -151,6 +166,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	if err := sim.NewNodeClassController(kube, simCloud).Register(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(disruptionctl.NewController(kube, state.New(kube), cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
+		return err
+	}
+	if err := expiration.NewController(kube, recorder, clk, provisioner.Trigger).Register(mgr); err != nil {
+		return err
+	}
+	if err := podevents.NewController(kube, clk).Register(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(interruption.NewController(kube, simCloud, unavailable, recorder, clk, opts.InterruptionInterval, provisioner.Trigger)); err != nil {
 		return err
 	}
 

@@ -89,12 +89,26 @@ func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error
 	if err != nil {
 		return err
 	}
-	view.say(fmt.Sprintf("demo: pods gone after %s", time.Since(downStart).Round(100*time.Millisecond)))
+	view.say(fmt.Sprintf("demo: pods gone after %s; empty nodes go once the NodePool's consolidateAfter (30s) has passed", time.Since(downStart).Round(100*time.Millisecond)))
+	err = watch(ctx, 4*time.Minute, func() (bool, error) {
+		s, err := look(ctx, kube)
+		if err != nil {
+			return false, err
+		}
+		view.show(time.Since(start), s)
+		after = s
+		return len(s.nodes) == 0, nil
+	})
+	if err != nil {
+		return err
+	}
+	downIn := time.Since(downStart)
+	view.say(fmt.Sprintf("demo: all nodes removed after %s", downIn.Round(100*time.Millisecond)))
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "SUMMARY")
 	fmt.Fprintf(out, "  10 pending pods running in %s on %d new nodes: %s\n", upIn.Round(100*time.Millisecond), len(peak.nodes), peak.describeNodes())
 	fmt.Fprintf(out, "  price at peak: $%.4f/hour\n", peak.price)
-	fmt.Fprintf(out, "  after scaling to zero: %d nodes remain, $%.4f/hour (empty nodes are removed by disruption, which is not built yet)\n", len(after.nodes), after.price)
+	fmt.Fprintf(out, "  after scaling to zero: every node removed in %s, price back to $%.4f/hour\n", downIn.Round(100*time.Millisecond), after.price)
 	return client.IgnoreNotFound(kube.Delete(ctx, d))
 }
 

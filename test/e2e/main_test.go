@@ -59,6 +59,7 @@ func run(m *testing.M) int {
 	metricsURL = "http://" + metricsAddr + "/metrics"
 	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, metricsAddr, "0"
 	opts.BatchIdle, opts.BatchMax = time.Second, 10*time.Second
+	opts.Disruption.Interval, opts.Disruption.ValidationDelay, opts.Disruption.ReplacementTimeout = time.Second, 2*time.Second, 2*time.Minute
 	done := make(chan error, 1)
 	go func() { done <- operator.Run(ctx, cluster.Config, opts) }()
 	code := m.Run()
@@ -87,6 +88,8 @@ func simNodeClass(name string) *v1alpha1.SimNodeClass {
 func nodePool(name, nodeClass string, mutate func(*v1.NodePool)) *v1.NodePool {
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: nodeClass}
+	// Tests of provisioning keep their nodes; the disruption tests say otherwise.
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
 	if mutate != nil {
 		mutate(np)
 	}

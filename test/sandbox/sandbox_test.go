@@ -40,7 +40,7 @@ func TestSandboxDemo(t *testing.T) {
 	start := time.Now()
 	demo := run("sandbox", "demo")
 	t.Logf("demo took %s:\n%s", time.Since(start).Round(time.Second), demo)
-	for _, want := range []string{"all 10 pods running", "SUMMARY", "price at peak: $"} {
+	for _, want := range []string{"all 10 pods running", "SUMMARY", "price at peak: $", "all nodes removed after", "price back to $0.0000/hour"} {
 		if !strings.Contains(demo, want) {
 			t.Errorf("demo output lacks %q", want)
 		}

@@ -225,8 +225,10 @@ func NodeClaim(np *v1.NodePool, n *scheduling.NewNode) *v1.NodeClaim {
 	for k, v := range t.Annotations {
 		nc.Annotations[k] = v
 	}
-	if hash, ok := np.Annotations[v1.NodePoolHashAnnotationKey]; ok {
-		nc.Annotations[v1.NodePoolHashAnnotationKey] = hash
+	for _, key := range []string{v1.NodePoolHashAnnotationKey, v1.NodePoolHashVersionAnnotationKey} {
+		if v, ok := np.Annotations[key]; ok {
+			nc.Annotations[key] = v
+		}
 	}
 	return nc
 }

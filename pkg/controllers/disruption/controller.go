@@ -1,0 +1,319 @@
+// Package disruption carries out the disruption decisions of pkg/disruption: every
+// few seconds it reads the cluster, asks for the next command, checks it again after
+// a pause (consolidation), taints the candidates karpenter.sh/disrupted:NoSchedule,
+// launches their replacements, waits for them to initialize (rolling back if they do
+// not), and deletes the candidates through termination.
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
+	disrupt "github.com/nodetailor/tailor/pkg/disruption"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/state"
+)
+
+// Options tune the loop.
+type Options struct {
+	// Interval is the pause between passes.
+	Interval time.Duration
+	// ValidationDelay is how long a consolidation decision waits before it is
+	// checked again on fresh state and acted on.
+	ValidationDelay time.Duration
+	// ReplacementTimeout bounds the wait for replacements to initialize; past it the
+	// command is rolled back.
+	ReplacementTimeout time.Duration
+	// MinSavings is the fraction of the price a consolidation replacement must save.
+	MinSavings float64
+}
+
+// DefaultOptions are the controller's defaults.
+func DefaultOptions() Options {
+	return Options{Interval: 10 * time.Second, ValidationDelay: 15 * time.Second,
+		ReplacementTimeout: 10 * time.Minute, MinSavings: disrupt.DefaultMinSavings}
+}
+
+// Controller runs disruption passes.
+type Controller struct {
+	kube     client.Client
+	cluster  *state.Cluster
+	cloud    cloudprovider.CloudProvider
+	types    provisioning.InstanceTypes
+	recorder record.EventRecorder
+	clock    clock.Clock
+	opts     Options
+	// wake tells the provisioner that pods will need a place.
+	wake func()
+	// blocked remembers the last reason reported per node, so a blocked node gets
+	// one event per reason rather than one per pass.
+	blocked map[string]string
+}
+
+// NewController returns the controller; Start runs it.
+func NewController(kube client.Client, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types provisioning.InstanceTypes,
+	recorder record.EventRecorder, clk clock.Clock, opts Options, wake func()) *Controller {
+	return &Controller{kube: kube, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts,
+		wake: wake, blocked: map[string]string{}}
+}
+
+// Start runs passes until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.clock.After(c.opts.Interval):
+		}
+		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "disruption pass")
+		}
+	}
+}
+
+// Pass decides and carries out at most one command, which it returns.
+func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
+	if err := c.releaseStale(ctx); err != nil {
+		return nil, err
+	}
+	in, err := c.input(ctx)
+	if err != nil {
+		return nil, err
+	}
+	start := c.clock.Now()
+	dec := disrupt.Decide(in)
+	EvaluationDuration.Observe(c.clock.Since(start).Seconds())
+	for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
+		EligibleNodes.WithLabelValues(string(r)).Set(float64(dec.Eligible[r]))
+	}
+	for pool, byReason := range dec.Allowed {
+		for r, n := range byReason {
+			AllowedDisruptions.WithLabelValues(pool, string(r)).Set(float64(min(n, 1<<20)))
+		}
+	}
+	c.report(dec)
+	cmd := dec.Command
+	if cmd == nil {
+		return nil, nil
+	}
+	if cmd.Reason != v1.DisruptionReasonDrifted && c.opts.ValidationDelay > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-c.clock.After(c.opts.ValidationDelay):
+		}
+		if in, err = c.input(ctx); err != nil {
+			return nil, err
+		}
+		if cmd, err = disrupt.Validate(in, cmd); err != nil {
+			log.FromContext(ctx).Info("dropping a stale decision", "reason", err.Error())
+			return nil, nil
+		}
+	}
+	return cmd, c.execute(ctx, cmd)
+}
+
+// input reads what a decision needs.
+func (c *Controller) input(ctx context.Context) (*disrupt.Input, error) {
+	snap, err := c.cluster.Snapshot(ctx, func(np *v1.NodePool) ([]*scheduling.InstanceType, error) { return c.types(ctx, np) })
+	if err != nil {
+		return nil, err
+	}
+	pdbs := &policyv1.PodDisruptionBudgetList{}
+	if err := c.kube.List(ctx, pdbs); err != nil {
+		return nil, err
+	}
+	in := &disrupt.Input{Now: c.clock.Now(), Cluster: snap.Input, Claims: snap.Claims,
+		ProviderDrift: map[string]string{}, Options: disrupt.Options{MinSavings: c.opts.MinSavings}}
+	for i := range pdbs.Items {
+		in.PDBs = append(in.PDBs, &pdbs.Items[i])
+	}
+	for _, nc := range snap.Claims {
+		if nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+			continue
+		}
+		reason, err := c.cloud.IsDrifted(ctx, nc)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "asking the provider about drift", "nodeclaim", nc.Name)
+			continue
+		}
+		if reason != "" {
+			in.ProviderDrift[nc.Name] = string(reason)
+		}
+	}
+	return in, nil
+}
+
+// report makes an event for each node newly blocked, or blocked for a new reason.
+func (c *Controller) report(dec *disrupt.Decision) {
+	seen := map[string]bool{}
+	for _, b := range dec.Blocked {
+		seen[b.Node] = true
+		if c.blocked[b.Node] == b.Reason {
+			continue
+		}
+		c.blocked[b.Node] = b.Reason
+		c.recorder.Eventf(b.Candidate.Node.Node, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt Node: %s", b.Reason)
+		c.recorder.Eventf(b.Candidate.Claim, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt NodeClaim: %s", b.Reason)
+	}
+	for node := range c.blocked {
+		if !seen[node] {
+			delete(c.blocked, node)
+		}
+	}
+}
+
+// execute taints the candidates, brings the replacements up and deletes the
+// candidates; if the replacements do not come up it undoes the taints and deletes
+// them.
+func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
+	logger := log.FromContext(ctx)
+	logger.Info("disrupting", "command", cmd.String())
+	var tainted []*corev1.Node
+	rollback := func(replacements []*v1.NodeClaim, why error) error {
+		for _, n := range tainted {
+			if err := c.setTaint(ctx, n.Name, false); err != nil {
+				logger.Error(err, "untainting after a failed disruption", "node", n.Name)
+			}
+		}
+		for _, r := range replacements {
+			if err := c.kube.Delete(ctx, r); client.IgnoreNotFound(err) != nil {
+				logger.Error(err, "deleting a replacement after a failed disruption", "nodeclaim", r.Name)
+			}
+		}
+		Failures.WithLabelValues(string(cmd.Reason)).Inc()
+		return fmt.Errorf("%s: %w", cmd, why)
+	}
+	for _, cand := range cmd.Candidates {
+		if err := c.setTaint(ctx, cand.Node.Node.Name, true); err != nil {
+			return rollback(nil, err)
+		}
+		tainted = append(tainted, cand.Node.Node)
+	}
+	var replacements []*v1.NodeClaim
+	for _, r := range cmd.Replacements {
+		nc := provisioning.NodeClaim(cmd.Candidates[0].Pool.NodePool, r)
+		if err := c.kube.Create(ctx, nc); err != nil {
+			return rollback(replacements, fmt.Errorf("creating a replacement: %w", err))
+		}
+		replacements = append(replacements, nc)
+		provisioning.NodeClaimsCreated.WithLabelValues(r.NodePool, strings.ToLower(string(cmd.Reason))).Inc()
+	}
+	if err := c.waitInitialized(ctx, replacements); err != nil {
+		return rollback(replacements, err)
+	}
+	for _, cand := range cmd.Candidates {
+		if err := c.kube.Delete(ctx, cand.Claim); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting nodeclaim %s: %w", cand.Claim.Name, err)
+		}
+		c.recorder.Eventf(cand.Node.Node, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting Node: %s/%s", cmd.Reason, cmd.Decision())
+		c.recorder.Eventf(cand.Claim, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting NodeClaim: %s/%s", cmd.Reason, cmd.Decision())
+		NodeClaimsDisrupted.WithLabelValues(string(cmd.Reason), cand.Pool.NodePool.Name, cand.CapacityType).Inc()
+	}
+	Decisions.WithLabelValues(cmd.Decision(), string(cmd.Reason), string(cmd.Kind)).Inc()
+	if c.wake != nil {
+		c.wake()
+	}
+	return nil
+}
+
+// waitInitialized waits until every replacement is initialized; a replacement that
+// disappears (its launch failed) or a timeout fails the command.
+func (c *Controller) waitInitialized(ctx context.Context, claims []*v1.NodeClaim) error {
+	deadline := c.clock.Now().Add(c.opts.ReplacementTimeout)
+	for {
+		ready := 0
+		for _, r := range claims {
+			got := &v1.NodeClaim{}
+			if err := c.kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+				if client.IgnoreNotFound(err) == nil {
+					return fmt.Errorf("replacement nodeclaim %s went away", r.Name)
+				}
+				return err
+			}
+			if got.DeletionTimestamp != nil {
+				return fmt.Errorf("replacement nodeclaim %s is being deleted", r.Name)
+			}
+			if meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeInitialized) {
+				ready++
+			}
+		}
+		if ready == len(claims) {
+			return nil
+		}
+		if c.clock.Now().After(deadline) {
+			return fmt.Errorf("replacements not initialized after %s", c.opts.ReplacementTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.clock.After(time.Second):
+		}
+	}
+}
+
+// setTaint adds or removes karpenter.sh/disrupted:NoSchedule.
+func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	has := slices.ContainsFunc(node.Spec.Taints, isDisrupted)
+	if has == on {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(node.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if on {
+		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
+	} else {
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isDisrupted)
+	}
+	return c.kube.Patch(ctx, node, patch)
+}
+
+func isDisrupted(t corev1.Taint) bool {
+	return t.Key == v1.DisruptedNoScheduleTaint.Key && t.Effect == v1.DisruptedNoScheduleTaint.Effect
+}
+
+// releaseStale untaints nodes left tainted by a command that never finished (the
+// controller restarted mid-way): a node whose claim is not being deleted.
+func (c *Controller) releaseStale(ctx context.Context) error {
+	nodes := &corev1.NodeList{}
+	if err := c.kube.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.DeletionTimestamp != nil || !slices.ContainsFunc(n.Spec.Taints, isDisrupted) {
+			continue
+		}
+		claims := &v1.NodeClaimList{}
+		if err := c.kube.List(ctx, claims, client.MatchingFields{nodeclaim.ProviderIDIndex: n.Spec.ProviderID}); err != nil {
+			return err
+		}
+		if len(claims.Items) == 0 || claims.Items[0].DeletionTimestamp != nil {
+			continue
+		}
+		log.FromContext(ctx).Info("releasing a node left tainted by an unfinished disruption", "node", n.Name)
+		if err := c.setTaint(ctx, n.Name, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+// Package interruption acts on a cloud provider's notices that instances will be
+// taken away (spot reclaims, maintenance): the offering is avoided for a while, the
+// NodeClaim is deleted at once so its node drains before the reclaim, and the
+// provisioner is woken so replacements for its pods launch right away.
+package interruption
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+)
+
+// Received counts the notices acted on, by kind.
+var Received = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "karpenter_interruption_received_messages_total",
+	Help: "Interruption notices received from the cloud provider, by message type.",
+}, []string{"message_type"})
+
+// Controller polls the provider's interruption notices.
+type Controller struct {
+	kube        client.Client
+	source      cloudprovider.InterruptionSource
+	unavailable *cloudprovider.UnavailableOfferings
+	recorder    record.EventRecorder
+	clock       clock.Clock
+	interval    time.Duration
+	wake        func()
+}
+
+// NewController returns the controller; Start runs it.
+func NewController(kube client.Client, source cloudprovider.InterruptionSource, unavailable *cloudprovider.UnavailableOfferings,
+	recorder record.EventRecorder, clk clock.Clock, interval time.Duration, wake func()) *Controller {
+	return &Controller{kube: kube, source: source, unavailable: unavailable, recorder: recorder, clock: clk, interval: interval, wake: wake}
+}
+
+// Start polls until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.clock.After(c.interval):
+		}
+		if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "polling interruption notices")
+		}
+	}
+}
+
+// Poll handles the notices outstanding now.
+func (c *Controller) Poll(ctx context.Context) error {
+	notices, err := c.source.Interruptions(ctx)
+	if err != nil {
+		return err
+	}
+	woken := false
+	for _, n := range notices {
+		claims := &v1.NodeClaimList{}
+		if err := c.kube.List(ctx, claims, client.MatchingFields{nodeclaim.ProviderIDIndex: n.ProviderID}); err != nil {
+			return err
+		}
+		for i := range claims.Items {
+			nc := &claims.Items[i]
+			if nc.DeletionTimestamp != nil {
+				continue
+			}
+			Received.WithLabelValues(n.Kind).Inc()
+			c.unavailable.Mark(cloudprovider.UnavailableOffering{InstanceType: nc.Labels[v1.LabelInstanceType],
+				Zone: nc.Labels[v1.LabelZone], CapacityType: nc.Labels[v1.CapacityTypeLabelKey]})
+			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			log.FromContext(ctx).Info("interrupted", "nodeclaim", nc.Name, "kind", n.Kind, "at", n.At)
+			c.recorder.Eventf(nc, corev1.EventTypeWarning, n.Kind, "The provider takes the instance away at %s", n.At.UTC().Format(time.RFC3339))
+			disruptionctl.NodeClaimsDisrupted.WithLabelValues("Interrupted", nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+			woken = true
+		}
+	}
+	if woken && c.wake != nil {
+		c.wake()
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+// Package expiration deletes NodeClaims that reached their expireAfter. Expiry is
+// forceful, as in Karpenter v1: budgets do not hold it back, the claim is deleted and
+// termination drains it (terminationGracePeriod caps the drain); its pods find new
+// nodes through provisioning, which starts as soon as the node is going.
+package expiration
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
+	"github.com/nodetailor/tailor/pkg/disruption"
+)
+
+// Controller is the expiration controller.
+type Controller struct {
+	kube     client.Client
+	recorder record.EventRecorder
+	clock    clock.Clock
+	wake     func()
+}
+
+// NewController returns the controller; wake tells the provisioner pods will need
+// a place.
+func NewController(kube client.Client, recorder record.EventRecorder, clk clock.Clock, wake func()) *Controller {
+	return &Controller{kube: kube, recorder: recorder, clock: clk, wake: wake}
+}
+
+// Register adds the controller to mgr.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.expiration").For(&v1.NodeClaim{}).Complete(c)
+}
+
+// Reconcile deletes an expired claim, or comes back when it expires.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	at, ok := disruption.ExpiresAt(nc)
+	if !ok || nc.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	if left := at.Sub(c.clock.Now()); left > 0 {
+		return reconcile.Result{RequeueAfter: left}, nil
+	}
+	if err := c.kube.Delete(ctx, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log.FromContext(ctx).Info("expired", "nodeclaim", nc.Name, "expireAfter", nc.Spec.ExpireAfter.String())
+	c.recorder.Eventf(nc, corev1.EventTypeNormal, "Expired", "NodeClaim reached its expireAfter of %s", nc.Spec.ExpireAfter.String())
+	disruptionctl.NodeClaimsDisrupted.WithLabelValues("Expired", nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+	if c.wake != nil {
+		c.wake()
+	}
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,95 @@
+// Package podevents records on each NodeClaim when a pod last arrived on or left its
+// node (status.lastPodEventTime): consolidation waits consolidateAfter from then, so
+// a node that is busy changing is left alone.
+package podevents
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// Dedupe is the resolution of lastPodEventTime: a busier node is written at most
+// this often.
+const Dedupe = 5 * time.Second
+
+// Controller is the pod events controller. Its requests name Nodes.
+type Controller struct {
+	kube  client.Client
+	clock clock.Clock
+}
+
+// NewController returns the controller.
+func NewController(kube client.Client, clk clock.Clock) *Controller {
+	return &Controller{kube: kube, clock: clk}
+}
+
+// Register adds the controller to mgr: a pod bound to a node, finishing, or deleted
+// from one queues that node.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], p *corev1.Pod) {
+		if p.Spec.NodeName != "" && !scheduling.IsDaemonSetPod(p) {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Spec.NodeName}})
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.podevents").
+		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{}, handler.TypedFuncs[*corev1.Pod, reconcile.Request]{
+			CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Pod], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				enqueue(q, e.Object)
+			},
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Pod], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				bound := e.ObjectOld.Spec.NodeName == "" && e.ObjectNew.Spec.NodeName != ""
+				finished := !scheduling.IsTerminal(e.ObjectOld) && scheduling.IsTerminal(e.ObjectNew)
+				if bound || finished {
+					enqueue(q, e.ObjectNew)
+				}
+			},
+			DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*corev1.Pod], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				enqueue(q, e.Object)
+			},
+		})).
+		Complete(c)
+}
+
+// Reconcile stamps the node's claim.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	claims := &v1.NodeClaimList{}
+	if node.Spec.ProviderID == "" {
+		return reconcile.Result{}, nil
+	}
+	if err := c.kube.List(ctx, claims, client.MatchingFields{nodeclaim.ProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		return reconcile.Result{}, err
+	}
+	now := c.clock.Now()
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if now.Sub(nc.Status.LastPodEventTime.Time) < Dedupe {
+			continue
+		}
+		patch := client.MergeFrom(nc.DeepCopy())
+		nc.Status.LastPodEventTime = metav1.NewTime(now)
+		if err := c.kube.Status().Patch(ctx, nc, patch); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}

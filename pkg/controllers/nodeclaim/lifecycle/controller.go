@@ -191,7 +191,10 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 		return nil
 	}
 	if why := notInitialized(nc, node); why != "" {
-		c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why)
+		// Every heartbeat of the node lands here: write only news.
+		if !c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why) {
+			return nil
+		}
 		return client.IgnoreNotFound(c.kube.Status().Update(ctx, nc))
 	}
 	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
@@ -234,7 +237,8 @@ func notInitialized(nc *v1.NodeClaim, node *corev1.Node) string {
 	return ""
 }
 
-func (c *Controller) setCondition(nc *v1.NodeClaim, kind string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: kind, Status: status, Reason: reason,
+// setCondition sets a condition and reports whether that changed anything.
+func (c *Controller) setCondition(nc *v1.NodeClaim, kind string, status metav1.ConditionStatus, reason, message string) bool {
+	return meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: kind, Status: status, Reason: reason,
 		Message: message, ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now())})
 }

@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
+	"github.com/nodetailor/tailor/pkg/disruption"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/simulate"
 )
@@ -18,6 +22,8 @@ type simulateOptions struct {
 	files         []string
 	instanceTypes string
 	output        string
+	consolidate   bool
+	minSavings    float64
 }
 
 type fileList []string
@@ -32,12 +38,16 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, error) {
 	fs.Var((*fileList)(&opts.files), "f", "a manifest file or directory (repeatable; YAML or JSON, optionally gzipped)")
 	fs.StringVar(&opts.instanceTypes, "instance-types", "", "instance types in the Karpenter kwok JSON format (default: the embedded AWS us-east-1 catalog)")
 	fs.StringVar(&opts.output, "output", "table", "table, json or yaml")
+	fs.BoolVar(&opts.consolidate, "consolidate", false, "instead of planning for pending pods, show which existing nodes disruption would remove or replace, and the saving")
+	fs.Float64Var(&opts.minSavings, "consolidation-min-savings", disruption.DefaultMinSavings, "with --consolidate: the fraction of the price a replacement must save")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: tailor simulate -f FILE_OR_DIR [-f ...] [--instance-types FILE] [--output table|json|yaml]
+		fmt.Fprintln(stderr, `usage: tailor simulate -f FILE_OR_DIR [-f ...] [--instance-types FILE] [--output table|json|yaml] [--consolidate]
 
 Plans nodes for the pending pods in the manifests (Pods, Deployments, StatefulSets,
 ReplicaSets, Jobs, DaemonSets, NodePools, Nodes and their bound Pods, volumes), with
-the scheduling engine the controller runs.`)
+the scheduling engine the controller runs. With --consolidate, shows instead what
+disruption would do to the existing nodes (labelled karpenter.sh/nodepool) and their
+pods: which nodes it would remove or replace, pass after pass, and the saving.`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -75,6 +85,9 @@ func runSimulate(ctx context.Context, opts *simulateOptions, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	if opts.consolidate {
+		return writeConsolidation(w, types, opts, stdout, stderr)
+	}
 	result, err := simulate.Run(w, types)
 	if err != nil {
 		return err
@@ -87,5 +100,29 @@ func runSimulate(ctx context.Context, opts *simulateOptions, stdout, stderr io.W
 		return report.WriteYAML(stdout)
 	default:
 		return report.WriteTable(stdout)
+	}
+}
+
+func writeConsolidation(w *simulate.Workload, types []*scheduling.InstanceType, opts *simulateOptions, stdout, stderr io.Writer) error {
+	if len(w.Pods) > 0 {
+		fmt.Fprintf(stderr, "note: %d pending pods are left out of --consolidate\n", len(w.Pods))
+	}
+	c, err := simulate.Consolidate(w, types, disruption.Options{MinSavings: opts.minSavings})
+	if err != nil {
+		return err
+	}
+	switch opts.output {
+	case "json":
+		return json.NewEncoder(stdout).Encode(c)
+	case "yaml":
+		out, err := yaml.Marshal(c)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(out)
+		return err
+	default:
+		simulate.WriteConsolidation(stdout, c)
+		return nil
 	}
 }

@@ -154,6 +154,13 @@ func Decide(in *Input) *Decision {
 			break
 		}
 	}
+	// A node blocked for several methods is reported once, for the first.
+	seen := map[string]bool{}
+	dec.Blocked = slices.DeleteFunc(dec.Blocked, func(b Blocked) bool {
+		dup := seen[b.Node]
+		seen[b.Node] = true
+		return dup
+	})
 	return dec
 }
 

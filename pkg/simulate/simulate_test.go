@@ -6,11 +6,17 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
+	"github.com/nodetailor/tailor/pkg/disruption"
 )
 
 func TestMixedManifests(t *testing.T) {
@@ -219,3 +225,64 @@ func TestExamples(t *testing.T) {
 		}
 	}
 }
+
+// The consolidation example: the empty node goes first, the idle ones follow, the
+// node with a do-not-disrupt pod stays, and the price falls.
+func TestConsolidateExample(t *testing.T) {
+	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Consolidate(w, types, disruption.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	WriteConsolidation(&out, c)
+	t.Log("\n" + out.String())
+	if len(c.Steps) == 0 || c.Steps[0].Reason != "Empty" || !slices.Equal(c.Steps[0].Nodes, []string{"node-c"}) {
+		t.Fatalf("the first step should delete the empty node-c, got %+v", c.Steps)
+	}
+	for _, s := range c.Steps {
+		if slices.Contains(s.Nodes, "node-d") {
+			t.Errorf("node-d holds a do-not-disrupt pod but was disrupted: %+v", s)
+		}
+		if s.Savings <= 0 {
+			t.Errorf("step %+v saves nothing", s)
+		}
+	}
+	if len(c.Blocked) != 1 || c.Blocked[0].Node != "node-d" || !strings.Contains(c.Blocked[0].Reason, "do-not-disrupt") {
+		t.Errorf("blocked %+v, want node-d for do-not-disrupt", c.Blocked)
+	}
+	if c.After >= c.Before || c.Nodes[1] >= c.Nodes[0] {
+		t.Errorf("price $%.4f → $%.4f, nodes %d → %d", c.Before, c.After, c.Nodes[0], c.Nodes[1])
+	}
+}
+
+// A PDB that allows no disruption keeps its pods' nodes.
+func TestConsolidateHonoursPDB(t *testing.T) {
+	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.PodDisruptionBudgets = append(w.PodDisruptionBudgets, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr(intstr.FromInt32(3)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})
+	types, _ := catalog.AWSUSEast1()
+	c, err := Consolidate(w, types, disruption.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Steps {
+		if slices.Contains(s.Nodes, "node-a") || slices.Contains(s.Nodes, "node-b") {
+			t.Errorf("the PDB allows no disruption of web pods, yet %+v", s)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -63,6 +64,21 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 
 // Reconcile moves one claim along its lifecycle.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		// Others write claims too (their pods' last event times, disruption): this
+		// one changed since the cache saw it. Look again once the cache has caught
+		// up, without counting it an error: hundreds of those at once would use up
+		// the retry rate limit and hold back every registration behind them.
+		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+	}
+	return res, err
+}
+
+// ConflictRetry is how soon a claim that changed under a write is looked at again.
+const ConflictRetry = 200 * time.Millisecond
+
+func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nc := &v1.NodeClaim{}
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -18,7 +18,7 @@ func benchCluster(b *testing.B, nodes, keep int) *cluster {
 	c := newCluster(b)
 	c.types = c.types[:8] // small types, so many nodes
 	c.in.Cluster.NodePools[0].InstanceTypes = c.types
-	pods := schedtest.PlainPods(nodes*9, 1)
+	pods := schedtest.PlainPods(nodes*23/2, 1)
 	in := *c.in.Cluster
 	in.Pods = pods
 	plan, err := scheduling.Solve(&in, scheduling.Options{})

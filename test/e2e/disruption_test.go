@@ -238,6 +238,7 @@ func TestBlockedConsolidation(t *testing.T) {
 		np.Spec.Template.Labels = map[string]string{"pool": "held"}
 		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+			{Key: "karpenter.k8s.aws/instance-family", Operator: v1.NodeSelectorOpIn, Values: []string{"m5"}},
 			{Key: "karpenter.k8s.aws/instance-cpu", Operator: v1.NodeSelectorOpIn, Values: []string{"2", "8"}}}
 		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("2s")
 	}))

@@ -168,7 +168,8 @@ func (c *Controller) awaitRegistration(ctx context.Context, nc *v1.NodeClaim) (r
 }
 
 // register makes the Node the claim's: its labels and taints, the termination
-// finalizer, and the unregistered taint removed so pods may land.
+// finalizer, and the unregistered taint removed so pods may land. It records
+// initialization in the same writes: a node is often ready by then.
 func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
 	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeRegistered) && nc.Status.NodeName == node.Name {
 		return nil
@@ -188,11 +189,16 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev
 		}
 	}
 	node.Spec.Taints = taints
+	why := notInitialized(nc, node)
+	if why == "" {
+		metav1.SetMetaDataLabel(&node.ObjectMeta, v1.NodeInitializedLabelKey, "true")
+	}
 	if err := c.kube.Patch(ctx, node, patch); err != nil {
 		return fmt.Errorf("registering node %s: %w", node.Name, err)
 	}
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	c.setInitialized(nc, why)
 	if err := c.kube.Status().Update(ctx, nc); err != nil {
 		return err
 	}
@@ -206,23 +212,30 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
 		return nil
 	}
-	if why := notInitialized(nc, node); why != "" {
-		// Every heartbeat of the node lands here: write only news.
-		if !c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why) {
-			return nil
-		}
-		return client.IgnoreNotFound(c.kube.Status().Update(ctx, nc))
-	}
-	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
+	why := notInitialized(nc, node)
+	if why == "" && node.Labels[v1.NodeInitializedLabelKey] != "true" {
 		patch := client.MergeFrom(node.DeepCopy())
 		metav1.SetMetaDataLabel(&node.ObjectMeta, v1.NodeInitializedLabelKey, "true")
 		if err := c.kube.Patch(ctx, node, patch); err != nil {
 			return err
 		}
 	}
-	c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
-	c.setCondition(nc, v1.ConditionTypeReady, metav1.ConditionTrue, "Ready", "")
+	// Every heartbeat of the node lands here: write only news.
+	if !c.setInitialized(nc, why) {
+		return nil
+	}
 	return client.IgnoreNotFound(c.kube.Status().Update(ctx, nc))
+}
+
+// setInitialized sets Initialized (and Ready) from why the node is not initialized
+// yet, "" when it is, and reports whether that changed anything.
+func (c *Controller) setInitialized(nc *v1.NodeClaim, why string) bool {
+	if why != "" {
+		return c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionFalse, "NotInitialized", why)
+	}
+	initialized := c.setCondition(nc, v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
+	ready := c.setCondition(nc, v1.ConditionTypeReady, metav1.ConditionTrue, "Ready", "")
+	return initialized || ready
 }
 
 func notInitialized(nc *v1.NodeClaim, node *corev1.Node) string {

@@ -60,7 +60,12 @@ func TestScale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	log, _ := os.Create(filepath.Join(tmp, "tailor.log"))
+	// TAILOR_SCALE_LOG keeps the controller's log at that path.
+	logPath := filepath.Join(tmp, "tailor.log")
+	if p := os.Getenv("TAILOR_SCALE_LOG"); p != "" {
+		logPath = p
+	}
+	log, _ := os.Create(logPath)
 	// TAILOR_SCALE_PPROF=127.0.0.1:6060 serves the controller's pprof there.
 	ctrl := exec.Command(tailor, "controller", "--kubeconfig", cluster.Kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--pprof-bind-address", os.Getenv("TAILOR_SCALE_PPROF"))

@@ -48,6 +48,8 @@ type Provisioner struct {
 	// nominated remembers the claim holding the room for each pending pod; only
 	// the provisioning loop touches it.
 	nominated nominations
+	// batchOpened and batchClosed time the last batch window, for the log.
+	batchOpened, batchClosed time.Time
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
@@ -75,9 +77,11 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		case <-recheck:
 		}
 		recheck = nil
+		p.batchOpened = p.clock.Now()
 		if !p.waitForBatch(ctx) {
 			return nil
 		}
+		p.batchClosed = p.clock.Now()
 		if err := p.Provision(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "provisioning")
 			// Try again soon: the pods are still pending.
@@ -157,7 +161,8 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	if len(created) > 0 {
 		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", len(snap.Input.Pods)-len(plan.Unschedulable),
 			"waiting", pending-len(snap.Input.Pods), "unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost(),
-			"solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds())
+			"solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds(),
+			"batchSeconds", p.batchClosed.Sub(p.batchOpened).Seconds(), "secondsAfterBatch", p.clock.Since(p.batchClosed).Seconds())
 	}
 	if err != nil {
 		return err

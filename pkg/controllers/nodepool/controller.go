@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +66,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	base := np.DeepCopy()
 	claims := &v1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}); err != nil {
+	// Read only, and every claim event lands here: no copies of hundreds of claims.
+	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	resources := corev1.ResourceList{}
@@ -98,6 +100,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		ready, reason, message = false, "NodeClassNotReady", classMessage
 	}
 	setCondition(np, v1.ConditionTypeReady, ready, reason, message)
+	if equality.Semantic.DeepEqual(base.Status, np.Status) {
+		return reconcile.Result{}, nil // an empty patch is still a request
+	}
 	return reconcile.Result{}, client.IgnoreNotFound(c.kube.Status().Patch(ctx, np, client.MergeFrom(base)))
 }
 

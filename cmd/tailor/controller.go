@@ -36,6 +36,7 @@ func parseController(args []string, stderr io.Writer) (operator.Options, error) 
 }
 
 func runController(opts operator.Options, stderr io.Writer) error {
+	tuneGC()
 	ctrl.SetLogger(zap.New(zap.WriteTo(stderr)))
 	cfg, err := operator.RESTConfig(opts)
 	if err != nil {

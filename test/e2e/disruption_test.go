@@ -302,9 +302,12 @@ func TestBlockedConsolidation(t *testing.T) {
 }
 
 // Changing a NodePool's template drifts its nodes: each is replaced, one at a time
-// under a budget of one node, until every node carries the new template.
+// under a budget of one node, until every node carries the new template. Changing
+// the NodeClass's image then drifts them again, as the provider reports.
 func TestDriftReplacesNodes(t *testing.T) {
-	create(t, simNodeClass("drift"), nodePool("drift", "drift", func(np *v1.NodePool) {
+	class := simNodeClass("drift")
+	class.Spec.ImageID = "image-1"
+	create(t, class, nodePool("drift", "drift", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "drift"}
 		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
 	}))
@@ -337,9 +340,33 @@ func TestDriftReplacesNodes(t *testing.T) {
 		s, _ := lookAtPool(ctx, "drift")
 		return fresh == 3 && s.claims == 3, fmt.Sprintf("%d of 3 pods on new nodes, %d claims", fresh, s.claims)
 	})
-	for n := range runningOn(t, "drift", 3) {
+	second := runningOn(t, "drift", 3)
+	for n := range second {
 		if before[n] > 0 {
 			t.Errorf("pod still on old node %s", n)
+		}
+	}
+	patch = client.RawPatch(types.MergePatchType, []byte(`{"spec":{"imageID":"image-2"}}`))
+	if err := kube.Patch(t.Context(), class, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Minute, "every drift pod on a node of the new image", func(ctx context.Context) (bool, string) {
+		moved := 0
+		for n, count := range runningNodes(ctx, "drift") {
+			if second[n] == 0 {
+				moved += count
+			}
+		}
+		s, _ := lookAtPool(ctx, "drift")
+		return moved == 3 && s.claims == 3, fmt.Sprintf("%d of 3 pods on new nodes, %d claims", moved, s.claims)
+	})
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), claims, client.MatchingLabels{v1.NodePoolLabelKey: "drift"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range claims.Items {
+		if nc.Status.ImageID != "image-2" {
+			t.Errorf("claim %s runs image %q", nc.Name, nc.Status.ImageID)
 		}
 	}
 	if m := most(); m > 1 {
@@ -476,5 +503,44 @@ func TestRunawayGuard(t *testing.T) {
 	}
 	if most > 10 {
 		t.Errorf("%d NodeClaims at once: the node count ran away", most)
+	}
+}
+
+// A cluster Tailor has just provisioned for a mix of workloads is left alone: no
+// disruption for two minutes once it has settled.
+func TestStableClusterSeesNoDisruption(t *testing.T) {
+	create(t, simNodeClass("stable"), nodePool("stable", "stable", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "stable"}
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	}))
+	selector := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "stable"} }
+	create(t, deployment("stable-small", 7, "250m", "512Mi", selector), deployment("stable-medium", 5, "1", "2Gi", selector),
+		deployment("stable-large", 3, "2", "4Gi", selector))
+	runningOn(t, "stable-small", 7)
+	runningOn(t, "stable-medium", 5)
+	runningOn(t, "stable-large", 3)
+	start, _ := lookAtPool(t.Context(), "stable")
+	var settled poolState
+	var since time.Time
+	eventually(t, 3*time.Minute, "the NodePool to settle", func(ctx context.Context) (bool, string) {
+		s, err := lookAtPool(ctx, "stable")
+		if err != nil {
+			return false, err.Error()
+		}
+		if !slices.Equal(s.names, settled.names) || s.deleting+s.tainted > 0 {
+			settled, since = s, time.Now()
+		}
+		return time.Since(since) > 20*time.Second, fmt.Sprintf("%d claims, %d deleting", s.claims, s.deleting)
+	})
+	t.Logf("provisioned %d nodes at $%.4f/h; settled on %d at $%.4f/h", start.claims, start.price, settled.claims, settled.price)
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(time.Second) {
+		s, err := lookAtPool(t.Context(), "stable")
+		if err != nil {
+			continue
+		}
+		if !slices.Equal(s.names, settled.names) || s.deleting+s.tainted > 0 {
+			t.Fatalf("a settled cluster was disrupted: %v → %v (%d deleting, %d tainted)", settled.names, s.names, s.deleting, s.tainted)
+		}
 	}
 }

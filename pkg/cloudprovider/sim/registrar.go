@@ -22,7 +22,8 @@ const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 // Registrar is the simulated cloud's side of a node's life: once an instance's
 // registration delay has passed it registers the Node, as a kubelet would (with the
 // claim's labels and taints and karpenter.sh/unregistered); when the instance is
-// gone it removes the Node, as a cloud controller manager would.
+// gone it removes the Node, as a cloud controller manager would; at an announced
+// interruption it reclaims the instance.
 type Registrar struct {
 	kube  client.Client
 	cloud *CloudProvider
@@ -51,7 +52,21 @@ func (r *Registrar) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		}
 		return reconcile.Result{}, err
 	}
-	if inst.DeletionTimestamp != nil || inst.Status.State == "Running" {
+	if inst.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	if at := inst.Spec.InterruptAt; at != nil {
+		// The market takes the instance back at the announced time, whether or
+		// not anyone acted on the notice.
+		wait := at.Sub(r.clock.Now())
+		if wait <= 0 {
+			return reconcile.Result{}, client.IgnoreNotFound(r.kube.Delete(ctx, inst))
+		}
+		if inst.Status.State == "Running" {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if inst.Status.State == "Running" {
 		return reconcile.Result{}, nil
 	}
 	if wait := inst.Spec.RegisterAfter.Sub(r.clock.Now()); wait > 0 {
@@ -62,7 +77,11 @@ func (r *Registrar) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	}
 	base := inst.DeepCopy()
 	inst.Status.State, inst.Status.NodeName = "Running", inst.Name
-	return reconcile.Result{}, client.IgnoreNotFound(r.kube.Status().Patch(ctx, inst, client.MergeFrom(base)))
+	var res reconcile.Result
+	if at := inst.Spec.InterruptAt; at != nil {
+		res.RequeueAfter = at.Sub(r.clock.Now())
+	}
+	return res, client.IgnoreNotFound(r.kube.Status().Patch(ctx, inst, client.MergeFrom(base)))
 }
 
 func (r *Registrar) node(ctx context.Context, inst *v1alpha1.SimInstance) *corev1.Node {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -221,6 +222,26 @@ func TestInterruptionNotice(t *testing.T) {
 	got, err := cloud.Interruptions(ctx)
 	if err != nil || len(got) != 1 || got[0].ProviderID != launched.Status.ProviderID || !got[0].At.Equal(at.Truncate(time.Second)) {
 		t.Errorf("interruptions %+v, %v; want the notice for %s at %s", got, err, launched.Status.ProviderID, at)
+	}
+	// At the announced time the instance is reclaimed.
+	name, _ := instanceOf(launched.Status.ProviderID)
+	registrar := NewRegistrar(kube, cloud, clk)
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}
+	if res, err := registrar.Reconcile(ctx, req); err != nil || res.RequeueAfter <= 0 {
+		t.Fatalf("before the reclaim: %+v, %v; want a requeue at the reclaim", res, err)
+	}
+	clk.Step(2 * time.Minute)
+	if _, err := registrar.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cloud.Get(ctx, launched.Status.ProviderID); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Errorf("after the reclaim the instance should be gone, got %v", err)
+	}
+	if _, err := registrar.Reconcile(ctx, req); err != nil { // and with it its Node
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the reclaimed instance's node should be gone, got %v", err)
 	}
 }
 

@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -542,5 +545,74 @@ func TestStableClusterSeesNoDisruption(t *testing.T) {
 		if !slices.Equal(s.names, settled.names) || s.deleting+s.tainted > 0 {
 			t.Fatalf("a settled cluster was disrupted: %v → %v (%d deleting, %d tainted)", settled.names, s.names, s.deleting, s.tainted)
 		}
+	}
+}
+
+// metric returns the value of one sample of the controller's metrics, or -1.
+func metric(ctx context.Context, sample string) float64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return -1
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			v, err := strconv.ParseFloat(rest, 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// A replacement that cannot launch rolls the disruption back: the drifted node is
+// untainted, keeps its pod, and the failed replacement is gone.
+func TestFailedReplacementRollsBack(t *testing.T) {
+	class := simNodeClass("rollback")
+	create(t, class, nodePool("rollback", "rollback", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "rollback"}
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large"}},
+			{Key: v1.LabelZone, Operator: v1.NodeSelectorOpIn, Values: []string{"us-east-1a"}},
+			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
+	}))
+	create(t, deployment("rollback", 1, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "rollback"} }))
+	var node string
+	for n := range runningOn(t, "rollback", 1) {
+		node = n
+	}
+	claim := claimOfNode(t, node)
+	sample := `tailor_disruption_failures_total{reason="Drifted"}`
+	before := max(0, metric(t.Context(), sample))
+	// The pool's only offering runs out, then its template changes.
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unavailableOfferings":[{"instanceType":"m5.large","zone":"us-east-1a","capacityType":"on-demand"}]}}`))
+	if err := kube.Patch(t.Context(), class, patch); err != nil {
+		t.Fatal(err)
+	}
+	patch = client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"labels":{"generation":"two"}}}}}`))
+	if err := kube.Patch(t.Context(), &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "rollback"}}, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the failed replacement rolled back", func(ctx context.Context) (bool, string) {
+		return metric(ctx, sample) > before, fmt.Sprintf("%s = %v", sample, metric(ctx, sample))
+	})
+	eventually(t, 30*time.Second, "the node untainted and alone in its NodePool", func(ctx context.Context) (bool, string) {
+		s, err := lookAtPool(ctx, "rollback")
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.claims == 1 && s.tainted == 0 && s.deleting == 0, fmt.Sprintf("%d claims (%v), %d tainted, %d deleting", s.claims, s.names, s.tainted, s.deleting)
+	})
+	if gone(t.Context(), claim.DeepCopy()) {
+		t.Fatal("the drifted node went without a replacement")
+	}
+	if nodes := runningOn(t, "rollback", 1); nodes[node] != 1 {
+		t.Errorf("the pod moved: %v", nodes)
 	}
 }

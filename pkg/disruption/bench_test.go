@@ -13,7 +13,7 @@ import (
 )
 
 // benchCluster is about nodes nodes packed by the scheduling engine from plain pods,
-// then scaled down by keep (1 keeps every pod).
+// then scaled down: keep 1 keeps every pod, k > 1 one pod in k, -1 one pod per node.
 func benchCluster(b *testing.B, nodes, keep int) *cluster {
 	c := newCluster(b)
 	c.types = c.types[:8] // small types, so many nodes
@@ -27,6 +27,11 @@ func benchCluster(b *testing.B, nodes, keep int) *cluster {
 	}
 	for _, n := range plan.NewNodes {
 		c.node(slices.Index(c.types, n.InstanceType), v1.CapacityTypeOnDemand, n.Pods...)
+	}
+	if keep < 0 { // one pod left per node: nothing empty, much to consolidate
+		for _, n := range c.in.Cluster.Nodes {
+			n.Pods = n.Pods[:1]
+		}
 	}
 	if keep > 1 {
 		i := 0
@@ -42,7 +47,7 @@ func BenchmarkDecide(b *testing.B) {
 		name  string
 		nodes int
 		keep  int
-	}{{"stable", 1000, 1}, {"scaled-down", 1000, 3}} {
+	}{{"stable", 1000, 1}, {"scaled-down", 1000, 3}, {"one-pod-per-node", 1000, -1}} {
 		b.Run(fmt.Sprintf("%s-%d", tc.name, tc.nodes), func(b *testing.B) {
 			c := benchCluster(b, tc.nodes, tc.keep)
 			b.ResetTimer()

@@ -18,10 +18,49 @@ import (
 // nodes get the instance types that fit their pods, cheapest first. Pods that fit
 // nowhere come back with a reason per NodePool. Solve is deterministic.
 func Solve(in *Input, opts Options) (*Plan, error) {
+	if len(in.Pods) < secondOpinionPods {
+		return solveOnce(in, opts, 0)
+	}
+	// Growing a node only when that is no dearer than a fresh node is greedy: where
+	// prices rise a little faster than sizes, it leaves every pod on a small node of
+	// its own, and many small nodes waste more room than a few larger ones. A second
+	// solve, alongside, lets nodes grow for slightly more; the cheaper plan wins, so
+	// the result does not depend on which finishes first.
+	var alt *Plan
+	var altErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		alt, altErr = solveOnce(in, opts, growSlack)
+	}()
+	plan, err := solveOnce(in, opts, 0)
+	<-done
+	switch {
+	case err != nil:
+		return nil, err
+	case altErr != nil:
+		return nil, altErr
+	case len(alt.Unschedulable) < len(plan.Unschedulable),
+		len(alt.Unschedulable) == len(plan.Unschedulable) && alt.Cost() < plan.Cost()-1e-9:
+		return alt, nil
+	}
+	return plan, nil
+}
+
+// secondOpinionPods is the batch size from which Solve also tries growSlack: small
+// batches gain little from it, and disruption solves small batches by the thousand.
+const secondOpinionPods = 64
+
+// growSlack is how much dearer than a fresh node the second solve lets a node's
+// growth be, as a fraction of the fresh node's price.
+const growSlack = 0.05
+
+func solveOnce(in *Input, opts Options, slack float64) (*Plan, error) {
 	s, err := newSolver(in, opts)
 	if err != nil {
 		return nil, err
 	}
+	s.growSlack = slack
 	s.run()
 	s.refine()
 	return s.plan(), nil
@@ -93,10 +132,11 @@ type podInfo struct {
 }
 
 type solver struct {
-	opts     Options
-	idx      *ResourceIndex
-	nodesPos int // position of the "nodes" pseudo-resource, or -1
-	n        int // resources in use
+	opts      Options
+	growSlack float64 // see growSlack
+	idx       *ResourceIndex
+	nodesPos  int // position of the "nodes" pseudo-resource, or -1
+	n         int // resources in use
 
 	pools      []*poolState
 	nodes      []*simNode // existing, then launching, then planned
@@ -1085,7 +1125,7 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 			if Fits(&n.used, req, &t.alloc, s.n) >= 0 || !admitsChanged(t.reqs, changed) {
 				continue
 			}
-			if grow := t.price - n.options[0].price; grow > 1e-12 && grow > s.freshPrice(v) {
+			if grow := t.price - n.options[0].price; grow > 1e-12 && grow > s.freshPrice(v)*(1+s.growSlack) {
 				return false, "a fresh node would cost less than growing this one"
 			}
 			break

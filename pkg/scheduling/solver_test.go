@@ -449,3 +449,29 @@ func TestDiverseMixIsValid(t *testing.T) {
 		t.Errorf("%d unschedulable, e.g. %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
 	}
 }
+
+// The two solves of a large batch run side by side on one input: neither may write
+// to it (the race detector watches), and the cheaper plan comes back every time.
+func TestSecondOpinionIsDeterministic(t *testing.T) {
+	pool := makeNodePool("default")
+	types := schedtest.SyntheticTypes(40)
+	in := &Input{Pods: schedtest.DiversePods(2*SecondOpinionPods, 3), NodePools: []*NodePool{{NodePool: pool, InstanceTypes: types}}}
+	first := solve(t, in)
+	for range 3 {
+		again := solve(t, in)
+		if again.Cost() != first.Cost() || len(again.NewNodes) != len(first.NewNodes) {
+			t.Fatalf("plans differ: $%.4f on %d nodes, then $%.4f on %d", first.Cost(), len(first.NewNodes), again.Cost(), len(again.NewNodes))
+		}
+	}
+	for _, slack := range []float64{0, GrowSlack} {
+		one, err := solveWith(in, slack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if one.Cost() < first.Cost()-1e-9 {
+			t.Errorf("the solve with slack %.2f costs $%.4f, less than the plan returned ($%.4f)", slack, one.Cost(), first.Cost())
+		}
+	}
+}
+
+func solveWith(in *Input, slack float64) (*Plan, error) { return SolveOnce(in, Options{}, slack) }

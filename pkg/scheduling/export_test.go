@@ -1,0 +1,9 @@
+package scheduling
+
+// Internals for the external tests.
+var SolveOnce = solveOnce
+
+const (
+	SecondOpinionPods = secondOpinionPods
+	GrowSlack         = growSlack
+)

@@ -166,6 +166,19 @@ func TestConsolidationAfterScaleDown(t *testing.T) {
 	}))
 	create(t, deployment("shrink", 20, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "shrink"} }))
 	runningOn(t, "shrink", 20)
+	// Pods landing on a node are stamped on its claim: consolidateAfter counts from there.
+	eventually(t, 30*time.Second, "lastPodEventTime on every claim", func(ctx context.Context) (bool, string) {
+		claims := &v1.NodeClaimList{}
+		if err := kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: "shrink"}); err != nil {
+			return false, err.Error()
+		}
+		for _, nc := range claims.Items {
+			if nc.Status.LastPodEventTime.IsZero() {
+				return false, "claim " + nc.Name + " has none"
+			}
+		}
+		return true, ""
+	})
 	peak, err := lookAtPool(t.Context(), "shrink")
 	if err != nil {
 		t.Fatal(err)

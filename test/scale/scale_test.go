@@ -70,6 +70,10 @@ func TestScale(t *testing.T) {
 	ctrl := exec.Command(tailor, "controller", "--kubeconfig", cluster.Kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--pprof-bind-address", os.Getenv("TAILOR_SCALE_PPROF"))
 	ctrl.Stdout, ctrl.Stderr = log, log
+	// TAILOR_SCALE_GOGC sets the controller's GOGC alone (the control plane keeps its own).
+	if v := os.Getenv("TAILOR_SCALE_GOGC"); v != "" {
+		ctrl.Env = append(os.Environ(), "GOGC="+v)
+	}
 	ctrl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := ctrl.Start(); err != nil {
 		t.Fatal(err)

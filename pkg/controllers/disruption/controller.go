@@ -208,7 +208,12 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 	}
 	var replacements []*v1.NodeClaim
 	for _, r := range cmd.Replacements {
-		nc := provisioning.NodeClaim(cmd.Candidates[0].Pool.NodePool, r)
+		// The replacement may come from another NodePool than the node it replaces.
+		pool := &v1.NodePool{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: r.NodePool}, pool); err != nil {
+			return rollback(replacements, fmt.Errorf("reading NodePool %s for a replacement: %w", r.NodePool, err))
+		}
+		nc := provisioning.NodeClaim(pool, r)
 		if err := c.kube.Create(ctx, nc); err != nil {
 			return rollback(replacements, fmt.Errorf("creating a replacement: %w", err))
 		}

@@ -173,6 +173,9 @@ type decider struct {
 	pdbs       []pdb
 	nodes      []*scheduling.Node
 	quick      *quick
+	// needed are the nodes pending pods would be placed on: taking them away would
+	// only have new ones launched for those pods.
+	needed map[*scheduling.Node]string
 }
 
 type pdb struct {
@@ -229,13 +232,16 @@ func newDecider(in *Input) *decider {
 			}
 			continue
 		}
-		total[pool]++
 		node := nodes[nc.Status.ProviderID]
+		initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized)
+		if initialized {
+			total[pool]++ // replacements still coming up do not widen percentages
+		}
 		switch {
 		case nc.DeletionTimestamp != nil, node == nil, hasTaint(node.Node, v1.DisruptedNoScheduleTaint):
 			disrupting[pool]++
 			continue
-		case !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized):
+		case !initialized:
 			d.launching = true
 			continue
 		}
@@ -251,6 +257,7 @@ func newDecider(in *Input) *decider {
 		}
 	}
 	d.quick = newQuick(d.nodes, in.Cluster.NodePools)
+	d.needed = d.neededNodes()
 	slices.SortStableFunc(d.candidates, func(a, b *Candidate) int {
 		if a.cost != b.cost {
 			if a.cost < b.cost {
@@ -299,10 +306,19 @@ func (d *decider) evictionBlocked(p *corev1.Pod) string {
 		return ""
 	}
 	set := labels.Set(p.Labels)
+	var matching []string
 	for _, b := range d.pdbs {
-		if b.obj.Namespace == p.Namespace && b.selector.Matches(set) && b.obj.Status.DisruptionsAllowed <= 0 {
+		if b.obj.Namespace != p.Namespace || !b.selector.Matches(set) {
+			continue
+		}
+		if b.obj.Status.DisruptionsAllowed <= 0 {
 			return fmt.Sprintf("pdb %s/%s prevents pod evictions", b.obj.Namespace, b.obj.Name)
 		}
+		matching = append(matching, b.obj.Name)
+	}
+	if len(matching) > 1 {
+		// The Eviction API refuses a pod that several PDBs select.
+		return fmt.Sprintf("pod %s/%s is selected by several PDBs (%s) and cannot be evicted", p.Namespace, p.Name, strings.Join(matching, ", "))
 	}
 	return ""
 }
@@ -337,8 +353,11 @@ func lifetimeRemaining(nc *v1.NodeClaim, now time.Time) float64 {
 // initialized and since a pod last arrived or left.
 func consolidatable(nc *v1.NodeClaim, np *v1.NodePool, now time.Time) bool {
 	after, ok := np.Spec.Disruption.ConsolidateAfter.Get()
+	if np.Spec.Disruption.ConsolidateAfter.Never {
+		return false
+	}
 	if !ok {
-		return false // Never
+		after = 0 // unset: the API's default
 	}
 	last := nc.Status.LastPodEventTime.Time
 	if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); c != nil && c.LastTransitionTime.After(last) {
@@ -391,4 +410,29 @@ func requests(pods []*corev1.Pod) corev1.ResourceList {
 		}
 	}
 	return out
+}
+
+// neededNodes places the pending pods (and those of nodes going away) on the cluster
+// as it is, and returns the nodes they would go to.
+func (d *decider) neededNodes() map[*scheduling.Node]string {
+	needed := map[*scheduling.Node]string{}
+	if len(d.in.Cluster.Pods) == 0 {
+		return needed
+	}
+	in := *d.in.Cluster
+	in.Nodes = d.nodes
+	plan, err := scheduling.Solve(&in, scheduling.Options{})
+	if err != nil {
+		return needed
+	}
+	byName := make(map[string]*scheduling.Node, len(d.nodes))
+	for _, n := range d.nodes {
+		byName[n.Node.Name] = n
+	}
+	for _, b := range plan.Bindings {
+		if n := byName[b.Node]; n != nil && needed[n] == "" {
+			needed[n] = fmt.Sprintf("pending pod %s/%s would run on it", b.Pod.Namespace, b.Pod.Name)
+		}
+	}
+	return needed
 }

@@ -393,3 +393,69 @@ func TestScaleDownSettlesNearOptimal(t *testing.T) {
 		t.Errorf("settled at $%.3f/h, a fresh solve costs $%.3f/h", after, optimal.Cost())
 	}
 }
+
+// A budget of one node still lets consolidation look past a first candidate that
+// cannot move.
+func TestBudgetOfOneLooksPastAStuckCandidate(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
+	// Cheapest to disrupt (one pod) but pinned to its node by a hostname selector.
+	stuck := c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	stuck.Pods[0].Spec.NodeSelector = map[string]string{corev1.LabelHostname: stuck.Node.Name}
+	movable := c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"), pod("1", "1Gi"))
+	cmd := Decide(c.in).Command
+	if cmd == nil || len(cmd.Candidates) != 1 || cmd.Candidates[0].Node.Node.Name != movable.Node.Name {
+		t.Fatalf("want %s consolidated, got %v", movable.Node.Name, cmd)
+	}
+}
+
+// A node a pending pod would run on is not taken away: a new node would only be
+// launched for the pod.
+func TestPendingPodsKeepTheirNode(t *testing.T) {
+	c := newCluster(t)
+	empty := c.node(3, v1.CapacityTypeOnDemand)
+	c.in.Cluster.Pods = []*corev1.Pod{pod("3", "1Gi")}
+	dec := Decide(c.in)
+	if dec.Command != nil {
+		t.Fatalf("the pending pod needs %s: want nothing, got %s", empty.Node.Name, dec.Command)
+	}
+	if why := blockedReason(dec, empty.Node.Name); !strings.Contains(why, "pending pod") {
+		t.Errorf("blocked reason %q", why)
+	}
+	// A pending pod that cannot use the node (it does not tolerate a taint) does
+	// not keep it: this is what bounds a runaway of broken nodes.
+	empty.Node.Spec.Taints = []corev1.Taint{{Key: "broken", Effect: corev1.TaintEffectNoExecute}}
+	if cmd := Decide(c.in).Command; cmd == nil || cmd.Reason != v1.DisruptionReasonEmpty {
+		t.Fatalf("the broken empty node should go, got %v", cmd)
+	}
+}
+
+func TestPodOfSeveralPDBsBlocks(t *testing.T) {
+	c := newCluster(t)
+	n := c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	for _, name := range []string{"a", "b"} {
+		c.in.PDBs = append(c.in.PDBs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}})
+	}
+	dec := Decide(c.in)
+	if dec.Command != nil || !strings.Contains(blockedReason(dec, n.Node.Name), "several PDBs") {
+		t.Fatalf("want the node blocked by several PDBs, got %v, %q", dec.Command, blockedReason(dec, n.Node.Name))
+	}
+}
+
+// An on-demand node whose only cheaper replacements are spot gets a spot-only
+// replacement: an on-demand fallback at launch would cost more.
+func TestReplacementThatOnlySpotMakesCheaperIsSpotOnly(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Template.Spec.Requirements = nil
+	c.node(1, v1.CapacityTypeOnDemand, pod("1500m", "1Gi"))
+	cmd := Decide(c.in).Command
+	if cmd == nil || len(cmd.Replacements) != 1 {
+		t.Fatalf("want a spot replacement, got %v", cmd)
+	}
+	r, ok := cmd.Replacements[0].Requirements.Get(v1.CapacityTypeLabelKey)
+	if !ok || r.Has(v1.CapacityTypeOnDemand) || !r.Has(v1.CapacityTypeSpot) {
+		t.Errorf("the replacement must be spot only, requirements %s", cmd.Replacements[0].Requirements)
+	}
+}

@@ -18,11 +18,20 @@ func (d *decider) drifted(c *Candidate) string {
 	if claimHash != "" && poolHash != "" && claimHash != poolHash && (claimVersion == "" || claimVersion == poolVersion) {
 		return "NodePoolDrifted"
 	}
+	// The claim's labels are what Tailor launched; the node's may have been edited
+	// since. The node only fills in keys the claim does not carry.
 	labels := c.Node.Node.Labels
+	label := func(key string) (string, bool) {
+		if v, ok := c.Claim.Labels[key]; ok {
+			return v, true
+		}
+		v, ok := labels[key]
+		return v, ok
+	}
 	if reqs, err := scheduling.FromNodePool(np.Spec.Template.Spec.Requirements, nil); err == nil {
 		for i := range reqs {
 			r := &reqs[i]
-			if v, ok := labels[r.Key]; ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
+			if v, ok := label(r.Key); ok && !r.Has(v) || !ok && !r.AllowsAbsent() {
 				return fmt.Sprintf("RequirementsDrifted: %s=%q no longer meets the NodePool's requirement %s", r.Key, v, r.String())
 			}
 		}

@@ -23,6 +23,10 @@ func (d *decider) emptiness(dec *Decision) *Command {
 			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
 			continue
 		}
+		if why := d.needed[c.Node]; why != "" {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
+			continue
+		}
 		pool := c.Pool.NodePool.Name
 		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonEmpty] {
 			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonEmpty), c})
@@ -101,17 +105,30 @@ func (d *decider) consolidation(dec *Decision) *Command {
 			continue
 		}
 		pool := c.Pool.NodePool.Name
-		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonUnderutilized] {
+		if d.allowed[pool][v1.DisruptionReasonUnderutilized] <= 0 {
 			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonUnderutilized), c})
 			continue
 		}
-		taken[pool]++
+		if why := d.needed[c.Node]; why != "" {
+			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
+			continue
+		}
 		cands = append(cands, c)
 	}
 	if len(cands) == 0 || d.launching {
 		return nil
 	}
-	multi := d.multiNode(cands)
+	// Several nodes at once only as many of each NodePool as its budget allows; a
+	// single node needs just one.
+	var group []*Candidate
+	for _, c := range cands {
+		pool := c.Pool.NodePool.Name
+		if taken[pool] < d.allowed[pool][v1.DisruptionReasonUnderutilized] {
+			taken[pool]++
+			group = append(group, c)
+		}
+	}
+	multi := d.multiNode(group)
 	if multi != nil && len(multi.Replacements) == 0 {
 		return multi
 	}
@@ -173,11 +190,12 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 	r := plan.NewNodes[0]
 	ceiling := d.ceiling(current)
 	var options []*scheduling.InstanceType
-	spot := false
+	spot, onDemand := false, false
 	for _, it := range r.InstanceTypes {
 		if o, ok := it.CheapestOffering(r.Requirements); ok && o.Price < ceiling {
 			options = append(options, it)
 			spot = spot || o.CapacityType == v1.CapacityTypeSpot
+			onDemand = onDemand || underCeiling(it, r.Requirements, v1.CapacityTypeOnDemand, ceiling)
 		}
 	}
 	if len(options) == 0 {
@@ -194,7 +212,13 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 		}
 		options = options[:SpotToSpotMinOptions]
 	}
-	cmd.Replacements = []*scheduling.NewNode{restrict(r, options)}
+	r = restrict(r, options)
+	if spot && !onDemand {
+		// Only spot saves enough: were spot short at launch, an on-demand fallback
+		// would cost more than the nodes it replaces.
+		r = requireCapacityType(r, v1.CapacityTypeSpot)
+	}
+	cmd.Replacements = []*scheduling.NewNode{r}
 	cmd.Savings = current - r.Offering.Price
 	return cmd, ""
 }
@@ -276,4 +300,18 @@ func (d *decider) ceiling(current float64) float64 {
 		return current
 	}
 	return current * (1 - d.opts.MinSavings)
+}
+
+// underCeiling reports an available offering of it of the capacity type, within
+// reqs, that costs less than ceiling.
+func underCeiling(it *scheduling.InstanceType, reqs scheduling.Requirements, captype string, ceiling float64) bool {
+	o, ok := it.CheapestOffering(reqs.With(scheduling.MustRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, captype)))
+	return ok && o.Price < ceiling
+}
+
+// requireCapacityType narrows a planned node to one capacity type.
+func requireCapacityType(n *scheduling.NewNode, captype string) *scheduling.NewNode {
+	out := *n
+	out.Requirements = n.Requirements.With(scheduling.MustRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, captype))
+	return &out
 }

@@ -33,6 +33,9 @@ func Validate(in *Input, cmd *Command) (*Command, error) {
 		if why := c.blocked(cmd.Reason == v1.DisruptionReasonDrifted && c.Claim.Spec.TerminationGracePeriod != nil); why != "" {
 			return nil, fmt.Errorf("node %s: %s", c.Node.Node.Name, why)
 		}
+		if why := d.needed[c.Node]; why != "" && cmd.Reason != v1.DisruptionReasonDrifted {
+			return nil, fmt.Errorf("node %s: %s", c.Node.Node.Name, why)
+		}
 		pool := c.Pool.NodePool.Name
 		if taken[pool]++; taken[pool] > d.allowed[pool][cmd.Reason] {
 			return nil, fmt.Errorf("node %s: %s", c.Node.Node.Name, budgetBlocked(pool, cmd.Reason))
@@ -43,6 +46,9 @@ func Validate(in *Input, cmd *Command) (*Command, error) {
 		fresh := *cmd
 		fresh.Candidates = cands
 		return &fresh, nil
+	}
+	if d.launching {
+		return nil, fmt.Errorf("a NodeClaim started launching")
 	}
 	fresh, why := d.consolidate(cands, cmd.Kind)
 	switch {

@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -140,8 +141,12 @@ func land(in *scheduling.Input, pods []*corev1.Pod) error {
 		byName[n.Node.Name] = n
 	}
 	for _, b := range plan.Bindings {
+		n := byName[b.Node]
+		if n == nil {
+			return fmt.Errorf("pod %s/%s was placed on unknown node %s", b.Pod.Namespace, b.Pod.Name, b.Node)
+		}
 		b.Pod.Spec.NodeName = b.Node
-		byName[b.Node].Pods = append(byName[b.Node].Pods, b.Pod)
+		n.Pods = append(slices.Clip(n.Pods), b.Pod)
 	}
 	return nil
 }

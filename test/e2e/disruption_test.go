@@ -601,7 +601,7 @@ func TestFailedReplacementRollsBack(t *testing.T) {
 		node = n
 	}
 	claim := claimOfNode(t, node)
-	sample := `tailor_disruption_failures_total{reason="Drifted"}`
+	sample := `tailor_disruption_failures_total{reason="drifted"}`
 	before := max(0, metric(t.Context(), sample))
 	// The pool's only offering runs out, then its template changes.
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unavailableOfferings":[{"instanceType":"m5.large","zone":"us-east-1a","capacityType":"on-demand"}]}}`))

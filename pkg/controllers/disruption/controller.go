@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,11 +99,11 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 	dec := disrupt.Decide(in)
 	EvaluationDuration.Observe(c.clock.Since(start).Seconds())
 	for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
-		EligibleNodes.WithLabelValues(string(r)).Set(float64(dec.Eligible[r]))
+		EligibleNodes.WithLabelValues(metricReason(r)).Set(float64(dec.Eligible[r]))
 	}
 	for pool, byReason := range dec.Allowed {
 		for r, n := range byReason {
-			AllowedDisruptions.WithLabelValues(pool, string(r)).Set(float64(min(n, 1<<20)))
+			AllowedDisruptions.WithLabelValues(pool, metricReason(r)).Set(float64(min(n, 1<<20)))
 		}
 	}
 	c.report(dec)
@@ -187,6 +186,9 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 	logger.Info("disrupting", "command", cmd.String())
 	var tainted []*corev1.Node
 	rollback := func(replacements []*v1.NodeClaim, why error) error {
+		// Undo even when the controller is stopping: a leaked replacement costs money.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
 		for _, n := range tainted {
 			if err := c.setTaint(ctx, n.Name, false); err != nil {
 				logger.Error(err, "untainting after a failed disruption", "node", n.Name)
@@ -197,7 +199,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 				logger.Error(err, "deleting a replacement after a failed disruption", "nodeclaim", r.Name)
 			}
 		}
-		Failures.WithLabelValues(string(cmd.Reason)).Inc()
+		Failures.WithLabelValues(metricReason(cmd.Reason)).Inc()
 		return fmt.Errorf("%s: %w", cmd, why)
 	}
 	for _, cand := range cmd.Candidates {
@@ -218,7 +220,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 			return rollback(replacements, fmt.Errorf("creating a replacement: %w", err))
 		}
 		replacements = append(replacements, nc)
-		provisioning.NodeClaimsCreated.WithLabelValues(r.NodePool, strings.ToLower(string(cmd.Reason))).Inc()
+		provisioning.NodeClaimsCreated.WithLabelValues(r.NodePool, metricReason(cmd.Reason)).Inc()
 	}
 	if err := c.waitInitialized(ctx, replacements); err != nil {
 		return rollback(replacements, err)
@@ -229,9 +231,13 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		}
 		c.recorder.Eventf(cand.Node.Node, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting Node: %s/%s", cmd.Reason, cmd.Decision())
 		c.recorder.Eventf(cand.Claim, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting NodeClaim: %s/%s", cmd.Reason, cmd.Decision())
-		NodeClaimsDisrupted.WithLabelValues(string(cmd.Reason), cand.Pool.NodePool.Name, cand.CapacityType).Inc()
+		NodeClaimsDisrupted.WithLabelValues(metricReason(cmd.Reason), cand.Pool.NodePool.Name, cand.CapacityType).Inc()
 	}
-	Decisions.WithLabelValues(cmd.Decision(), string(cmd.Reason), string(cmd.Kind)).Inc()
+	kind := string(cmd.Kind)
+	if cmd.Kind == disrupt.KindDrift {
+		kind = "" // Karpenter labels only consolidation with a type
+	}
+	Decisions.WithLabelValues(cmd.Decision(), metricReason(cmd.Reason), kind).Inc()
 	if c.wake != nil {
 		c.wake()
 	}
@@ -305,7 +311,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 	}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if n.DeletionTimestamp != nil || !slices.ContainsFunc(n.Spec.Taints, isDisrupted) {
+		if n.DeletionTimestamp != nil || n.Spec.ProviderID == "" || !slices.ContainsFunc(n.Spec.Taints, isDisrupted) {
 			continue
 		}
 		claims := &v1.NodeClaimList{}

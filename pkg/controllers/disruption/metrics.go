@@ -1,7 +1,20 @@
 package disruption
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+// metricReason is a disruption reason as Karpenter's metrics spell it: lower case.
+func metricReason(r v1.DisruptionReason) string { return strings.ToLower(string(r)) }
+
+// Reasons outside the NodePool API, for karpenter_nodeclaims_disrupted_total.
+const (
+	ReasonExpired     = "expired"
+	ReasonInterrupted = "interrupted"
 )
 
 // Metrics, named as Karpenter names them.

@@ -66,6 +66,9 @@ func (c *Controller) Poll(ctx context.Context) error {
 	}
 	woken := false
 	for _, n := range notices {
+		if n.ProviderID == "" {
+			continue // would match every claim not launched yet
+		}
 		claims := &v1.NodeClaimList{}
 		if err := c.kube.List(ctx, claims, client.MatchingFields{nodeclaim.ProviderIDIndex: n.ProviderID}); err != nil {
 			return err
@@ -76,14 +79,18 @@ func (c *Controller) Poll(ctx context.Context) error {
 				continue
 			}
 			Received.WithLabelValues(n.Kind).Inc()
-			c.unavailable.Mark(cloudprovider.UnavailableOffering{InstanceType: nc.Labels[v1.LabelInstanceType],
-				Zone: nc.Labels[v1.LabelZone], CapacityType: nc.Labels[v1.CapacityTypeLabelKey]})
+			if nc.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
+				// The spot market is short of this offering; maintenance says nothing
+				// about capacity.
+				c.unavailable.Mark(cloudprovider.UnavailableOffering{InstanceType: nc.Labels[v1.LabelInstanceType],
+					Zone: nc.Labels[v1.LabelZone], CapacityType: nc.Labels[v1.CapacityTypeLabelKey]})
+			}
 			if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 			log.FromContext(ctx).Info("interrupted", "nodeclaim", nc.Name, "kind", n.Kind, "at", n.At)
 			c.recorder.Eventf(nc, corev1.EventTypeWarning, n.Kind, "The provider takes the instance away at %s", n.At.UTC().Format(time.RFC3339))
-			disruptionctl.NodeClaimsDisrupted.WithLabelValues("Interrupted", nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+			disruptionctl.NodeClaimsDisrupted.WithLabelValues(disruptionctl.ReasonInterrupted, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
 			woken = true
 		}
 	}

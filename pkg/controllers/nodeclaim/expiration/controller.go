@@ -57,7 +57,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	log.FromContext(ctx).Info("expired", "nodeclaim", nc.Name, "expireAfter", nc.Spec.ExpireAfter.String())
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, "Expired", "NodeClaim reached its expireAfter of %s", nc.Spec.ExpireAfter.String())
-	disruptionctl.NodeClaimsDisrupted.WithLabelValues("Expired", nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+	disruptionctl.NodeClaimsDisrupted.WithLabelValues(disruptionctl.ReasonExpired, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
 	if c.wake != nil {
 		c.wake()
 	}

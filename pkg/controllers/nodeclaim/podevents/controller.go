@@ -55,7 +55,8 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Pod], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				bound := e.ObjectOld.Spec.NodeName == "" && e.ObjectNew.Spec.NodeName != ""
 				finished := !scheduling.IsTerminal(e.ObjectOld) && scheduling.IsTerminal(e.ObjectNew)
-				if bound || finished {
+				terminating := e.ObjectOld.DeletionTimestamp == nil && e.ObjectNew.DeletionTimestamp != nil
+				if bound || finished || terminating {
 					enqueue(q, e.ObjectNew)
 				}
 			},
@@ -80,9 +81,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := c.clock.Now()
+	var res reconcile.Result
 	for i := range claims.Items {
 		nc := &claims.Items[i]
-		if now.Sub(nc.Status.LastPodEventTime.Time) < Dedupe {
+		if since := now.Sub(nc.Status.LastPodEventTime.Time); since < Dedupe {
+			// Stamped a moment ago: stamp again when the window ends, so the last
+			// event of a burst is not lost.
+			res.RequeueAfter = Dedupe - since
 			continue
 		}
 		patch := client.MergeFrom(nc.DeepCopy())
@@ -91,5 +96,5 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 	}
-	return reconcile.Result{}, nil
+	return res, nil
 }

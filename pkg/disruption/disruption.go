@@ -272,7 +272,7 @@ func newDecider(in *Input) *decider {
 
 func (d *decider) candidate(nc *v1.NodeClaim, node *scheduling.Node, pool *scheduling.NodePool) *Candidate {
 	c := &Candidate{Claim: nc, Node: node, Pool: pool, CapacityType: node.Node.Labels[v1.CapacityTypeLabelKey]}
-	c.Price, _ = price(node.Node, pool)
+	c.Price, _ = scheduling.OfferingPrice(pool.InstanceTypes, node.Node.Labels)
 	if node.Node.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
 		c.blockedNode = fmt.Sprintf("node %s is annotated %s", node.Node.Name, v1.DoNotDisruptAnnotationKey)
 	} else if nc.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
@@ -285,7 +285,7 @@ func (d *decider) candidate(nc *v1.NodeClaim, node *scheduling.Node, pool *sched
 		if c.blockedPods == "" {
 			c.blockedPods = d.evictionBlocked(p)
 		}
-		if scheduling.IsDaemonSetPod(p) || p.DeletionTimestamp != nil {
+		if !scheduling.Reschedulable(p) {
 			continue
 		}
 		c.Pods = append(c.Pods, p)
@@ -364,23 +364,6 @@ func consolidatable(nc *v1.NodeClaim, np *v1.NodePool, now time.Time) bool {
 		last = c.LastTransitionTime.Time
 	}
 	return !now.Before(last.Add(after))
-}
-
-// price is what the node's offering costs in its pool's catalog.
-func price(n *corev1.Node, pool *scheduling.NodePool) (float64, bool) {
-	name := n.Labels[v1.LabelInstanceType]
-	zone, captype := n.Labels[v1.LabelZone], n.Labels[v1.CapacityTypeLabelKey]
-	for _, it := range pool.InstanceTypes {
-		if it.Name != name {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == zone && o.CapacityType == captype {
-				return o.Price, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // ExpiresAt is when a claim's expireAfter runs out, if it has one.

@@ -37,7 +37,7 @@ func (d *decider) drifted(c *Candidate) string {
 		}
 	}
 	if c.Pool.Unavailable == "" && len(c.Pool.InstanceTypes) > 0 {
-		if _, ok := price(c.Node.Node, c.Pool); !ok {
+		if _, ok := scheduling.OfferingPrice(c.Pool.InstanceTypes, labels); !ok {
 			return fmt.Sprintf("InstanceTypeNotFound: %s in %s (%s) is no longer offered", labels[v1.LabelInstanceType], labels[v1.LabelZone], labels[v1.CapacityTypeLabelKey])
 		}
 	}

@@ -84,7 +84,7 @@ func (c *cluster) claim(n *scheduling.Node) *v1.NodeClaim {
 func (c *cluster) price() float64 {
 	total := 0.0
 	for _, n := range c.in.Cluster.Nodes {
-		p, _ := price(n.Node, c.in.Cluster.NodePools[0])
+		p, _ := scheduling.OfferingPrice(c.types, n.Node.Labels)
 		total += p
 	}
 	return total

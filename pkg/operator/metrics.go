@@ -70,23 +70,10 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		if err != nil {
 			continue
 		}
-		byName := map[string]*scheduling.InstanceType{}
-		for _, it := range types {
-			byName[it.Name] = it
-		}
 		for _, nc := range claims.Items {
-			if nc.Labels[v1.NodePoolLabelKey] != np.Name {
-				continue
-			}
-			it := byName[nc.Labels[v1.LabelInstanceType]]
-			if it == nil {
-				continue
-			}
-			for _, o := range it.Offerings {
-				if o.Zone == nc.Labels[v1.LabelZone] && o.CapacityType == nc.Labels[v1.CapacityTypeLabelKey] {
-					total += o.Price
-					break
-				}
+			if nc.Labels[v1.NodePoolLabelKey] == np.Name {
+				p, _ := scheduling.OfferingPrice(types, nc.Labels)
+				total += p
 			}
 		}
 	}

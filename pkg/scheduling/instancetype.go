@@ -63,3 +63,21 @@ func offeringLess(a, b Offering) bool {
 	}
 	return a.CapacityType < b.CapacityType
 }
+
+// OfferingPrice is the price of the offering a node's labels name (instance type,
+// zone, capacity type) among types, available or not.
+func OfferingPrice(types []*InstanceType, labels map[string]string) (float64, bool) {
+	name, zone, captype := labels[v1.LabelInstanceType], labels[v1.LabelZone], labels[v1.CapacityTypeLabelKey]
+	for _, it := range types {
+		if it.Name != name {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == zone && o.CapacityType == captype {
+				return o.Price, true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
+}

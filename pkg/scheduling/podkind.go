@@ -24,3 +24,9 @@ func IsMirrorPod(p *corev1.Pod) bool {
 func IsTerminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
+
+// Reschedulable reports a pod on a node that is going away which will need a place
+// elsewhere: not finished, not already terminating, not a DaemonSet's or a mirror pod.
+func Reschedulable(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && !IsTerminal(p) && !IsDaemonSetPod(p) && !IsMirrorPod(p)
+}

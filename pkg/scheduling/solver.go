@@ -286,7 +286,7 @@ func (s *solver) addNodes(nodes []*Node) error {
 			}
 		}
 		for _, p := range in.Pods {
-			if terminal(p) {
+			if IsTerminal(p) {
 				continue
 			}
 			if in.Requests == nil {
@@ -301,10 +301,6 @@ func (s *solver) addNodes(nodes []*Node) error {
 		s.nodes = append(s.nodes, n)
 	}
 	return nil
-}
-
-func terminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 func (s *solver) addPools(pools []*NodePool) error {
@@ -617,7 +613,7 @@ func (s *solver) countExistingPods(nodes []*Node) {
 	for _, in := range nodes {
 		n := byName[in.Node.Name]
 		for _, p := range in.Pods {
-			if terminal(p) {
+			if IsTerminal(p) {
 				continue
 			}
 			lbls := labelsOf(p)

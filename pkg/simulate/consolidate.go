@@ -190,20 +190,9 @@ func price(in *scheduling.Input) float64 {
 	total := 0.0
 	for _, n := range in.Nodes {
 		for _, pool := range in.NodePools {
-			if pool.NodePool.Name != n.Node.Labels[v1.NodePoolLabelKey] {
-				continue
-			}
-			for _, it := range pool.InstanceTypes {
-				if it.Name != n.Node.Labels[v1.LabelInstanceType] {
-					continue
-				}
-				for _, o := range it.Offerings {
-					if o.Zone == n.Node.Labels[v1.LabelZone] && o.CapacityType == n.Node.Labels[v1.CapacityTypeLabelKey] {
-						total += o.Price
-						break
-					}
-				}
-				break
+			if pool.NodePool.Name == n.Node.Labels[v1.NodePoolLabelKey] {
+				p, _ := scheduling.OfferingPrice(pool.InstanceTypes, n.Node.Labels)
+				total += p
 			}
 		}
 	}

@@ -86,7 +86,7 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 			// Going away: its pods need a place now, before they are evicted, so
 			// that their new node is on its way while the old one drains.
 			for _, p := range bound[n.Name] {
-				if Reschedulable(p) {
+				if scheduling.Reschedulable(p) {
 					cp := *p
 					cp.Spec.NodeName = ""
 					in.Pods = append(in.Pods, &cp)
@@ -180,12 +180,6 @@ func Provisionable(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// Reschedulable reports a pod on a node that is going away which will need a place
-// elsewhere: not finished, not already terminating, not a DaemonSet's or a mirror pod.
-func Reschedulable(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && !scheduling.IsTerminal(p) && !scheduling.IsDaemonSetPod(p) && !scheduling.IsMirrorPod(p)
 }
 
 // LaunchingNode describes the node a NodeClaim will become: the labels its

@@ -68,24 +68,11 @@ func lookAtPool(ctx context.Context, pool string) (poolState, error) {
 		case tainted[nc.Status.NodeName]:
 			s.tainted++
 		}
-		s.price += offeringPrice(types, nc.Labels)
+		p, _ := scheduling.OfferingPrice(types, nc.Labels)
+		s.price += p
 	}
 	slices.Sort(s.names)
 	return s, nil
-}
-
-func offeringPrice(types []*scheduling.InstanceType, labels map[string]string) float64 {
-	for _, it := range types {
-		if it.Name != labels[v1.LabelInstanceType] {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == labels[v1.LabelZone] && o.CapacityType == labels[v1.CapacityTypeLabelKey] {
-				return o.Price
-			}
-		}
-	}
-	return 0
 }
 
 // watchDisrupting samples a NodePool until stop is called and returns the most nodes

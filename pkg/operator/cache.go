@@ -69,7 +69,8 @@ func trimPod(obj any) (any, error) {
 	}
 	// Ephemeral containers take no room on a node.
 	pod.Spec.EphemeralContainers = nil
-	volumes := pod.Spec.Volumes[:0]
+	// A new slice: reusing the old array would keep the dropped volumes alive in it.
+	var volumes []corev1.Volume
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.PersistentVolumeClaim != nil:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -44,11 +46,22 @@ func TestScale(t *testing.T) {
 		qps = v
 	}
 	t.Logf("controller-manager and scheduler client QPS: %d (0: their defaults)", qps)
-	cluster, kube, stop, err := testenv.Start(localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true, KubeAPIQPS: qps})
+	cluster, direct, stop, err := testenv.Start(localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true, KubeAPIQPS: qps})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
+	// The test watches instead of listing: listing thousands of pods twice a second
+	// would cost the API server, which the measured controller needs.
+	watched, err := cache.New(cluster.Config, cache.Options{Scheme: direct.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = watched.Start(ctx) }()
+	kube, err := client.New(cluster.Config, client.Options{Scheme: direct.Scheme(), Cache: &client.CacheOptions{Reader: watched}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
 	// A NodePool of the usual shape: current general-purpose, compute and memory types.
@@ -99,6 +112,7 @@ func TestScale(t *testing.T) {
 		firstClaim.Sub(created).Seconds(), allRunning.Sub(created).Seconds(), len(claims.Items))
 	t.Logf("the ReplicaSet controller created the last pod %.1fs after the Deployments", lastPodCreated(ctx, kube).Sub(created).Seconds())
 	t.Logf("controller resident memory at 1,000 pods: %d MiB", rssMiB(ctrl.Process.Pid))
+	timeline(t, ctx, kube, created)
 
 	// Grow to 5,000 pods on about 500 nodes, the shape the target names: 4,000 pods of
 	// 600m on 8-vCPU types (13 to a node) beside the first 180 or so.
@@ -121,6 +135,7 @@ func TestScale(t *testing.T) {
 	t.Logf("5000 pods running on %d nodes after %.0fs; controller resident memory %d MiB",
 		len(claims.Items), grown.Sub(allRunning).Seconds(), rssMiB(ctrl.Process.Pid))
 	t.Logf("the ReplicaSet controller created the last pod %.0fs after the 4,000 more were asked for", lastPodCreated(ctx, kube).Sub(allRunning).Seconds())
+	timeline(t, ctx, kube, allRunning)
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -166,7 +181,7 @@ func running(ctx context.Context, kube client.Client) int {
 
 func waitFor(t *testing.T, timeout time.Duration, cond func(context.Context) bool) time.Time {
 	t.Helper()
-	// Listing thousands of pods costs the API server: look twice a second.
+	// Reads come from the test's informers: look twice a second.
 	if err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		return cond(ctx), nil
 	}); err != nil {
@@ -187,6 +202,50 @@ func lastPodCreated(ctx context.Context, kube client.Client) time.Time {
 		}
 	}
 	return last
+}
+
+// timeline logs when the steps from pending pod to running pod happened, in seconds
+// after since (to the second, as the API server stamps them): the median, the 90th
+// percentile and the last of the NodeClaims created, launched, registered and
+// initialized, and of the pods created, scheduled and ready.
+func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.Time) {
+	steps := map[string][]time.Time{}
+	claims := &v1.NodeClaimList{}
+	pods := &corev1.PodList{}
+	if kube.List(ctx, claims) != nil || kube.List(ctx, pods) != nil {
+		return
+	}
+	for _, nc := range claims.Items {
+		if nc.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
+			continue
+		}
+		steps["claim created"] = append(steps["claim created"], nc.CreationTimestamp.Time)
+		for _, c := range nc.Status.Conditions {
+			if c.Status == metav1.ConditionTrue {
+				steps["claim "+strings.ToLower(c.Type)] = append(steps["claim "+strings.ToLower(c.Type)], c.LastTransitionTime.Time)
+			}
+		}
+	}
+	for _, p := range pods.Items {
+		if p.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
+			continue
+		}
+		steps["pod created"] = append(steps["pod created"], p.CreationTimestamp.Time)
+		for _, c := range p.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && (c.Type == corev1.PodScheduled || c.Type == corev1.PodReady) {
+				steps["pod "+strings.ToLower(string(c.Type))] = append(steps["pod "+strings.ToLower(string(c.Type))], c.LastTransitionTime.Time)
+			}
+		}
+	}
+	for _, step := range []string{"pod created", "claim created", "claim launched", "claim registered", "claim initialized", "pod podscheduled", "pod ready"} {
+		times := steps[step]
+		if len(times) == 0 {
+			continue
+		}
+		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+		at := func(q float64) float64 { return times[int(q*float64(len(times)-1))].Sub(since).Seconds() }
+		t.Logf("  %-18s %5d  first %5.1fs  median %5.1fs  p90 %5.1fs  last %5.1fs", step, len(times), at(0), at(0.5), at(0.9), at(1))
+	}
 }
 
 func rssMiB(pid int) int {

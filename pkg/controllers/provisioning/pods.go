@@ -47,7 +47,7 @@ func (c *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if state.Provisionable(pod) {
-		c.provisioner.Trigger()
+		c.provisioner.TriggerFor(pod.UID)
 	}
 	return reconcile.Result{}, nil
 }

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -45,6 +47,9 @@ type Provisioner struct {
 	clock    clock.Clock
 	opts     Options
 	trigger  chan struct{}
+	// batched holds the pods that triggered the open batch (see Trigger).
+	batchMu sync.Mutex
+	batched map[types.UID]bool
 	// nominated remembers the claim holding the room for each pending pod; only
 	// the provisioning loop touches it.
 	nominated nominations
@@ -53,13 +58,29 @@ type Provisioner struct {
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
-func NewProvisioner(kube client.Client, cluster *state.Cluster, types InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
-	return &Provisioner{kube: kube, cluster: cluster, types: types, recorder: recorder, clock: clk, opts: opts,
-		trigger: make(chan struct{}, 1), nominated: nominations{}}
+func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
+	return &Provisioner{kube: kube, cluster: cluster, types: instanceTypes, recorder: recorder, clock: clk, opts: opts,
+		trigger: make(chan struct{}, 1), batched: map[types.UID]bool{}, nominated: nominations{}}
 }
 
-// Trigger says a pod may need a node; it never blocks.
-func (p *Provisioner) Trigger() {
+// Trigger says pods may need nodes (a claim went away, a node is going); it never
+// blocks.
+func (p *Provisioner) Trigger() { p.TriggerFor("") }
+
+// TriggerFor says the pod uid may need a node; it never blocks. A pod the open
+// batch already has does not hold the batch open longer: the kube-scheduler
+// rewrites a pending pod's status each time it retries it, as nodes appear, and
+// those writes alone would keep every window open to its maximum.
+func (p *Provisioner) TriggerFor(uid types.UID) {
+	if uid != "" {
+		p.batchMu.Lock()
+		seen := p.batched[uid]
+		p.batched[uid] = true
+		p.batchMu.Unlock()
+		if seen {
+			return
+		}
+	}
 	select {
 	case p.trigger <- struct{}{}:
 	default:
@@ -81,7 +102,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		if !p.waitForBatch(ctx) {
 			return nil
 		}
-		p.batchClosed = p.clock.Now()
+		p.closeBatch()
 		if err := p.Provision(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "provisioning")
 			// Try again soon: the pods are still pending.
@@ -96,7 +117,16 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	}
 }
 
-// waitForBatch returns once no trigger came for BatchIdle, or BatchMax passed.
+// closeBatch ends the batch: its pods trigger the next one.
+func (p *Provisioner) closeBatch() {
+	p.batchClosed = p.clock.Now()
+	p.batchMu.Lock()
+	clear(p.batched)
+	p.batchMu.Unlock()
+}
+
+// waitForBatch returns once no trigger for a new pod came for BatchIdle, or
+// BatchMax passed.
 func (p *Provisioner) waitForBatch(ctx context.Context) bool {
 	deadline := p.clock.After(p.opts.BatchMax)
 	for {

@@ -188,6 +188,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		for _, s := range stages {
 			args = append(args, "--config", s)
 		}
+		// kwok plays every node's kubelet with 4 workers by default, so pods on a
+		// hundred new nodes would start one after another; real kubelets work side
+		// by side.
+		kwokConfig := filepath.Join(c.Dir, "kwok.yaml")
+		if err := os.WriteFile(kwokConfig, []byte(kwokConfiguration), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "--config", kwokConfig)
 		p, err := c.start("kwok", bin("kwok"), args...)
 		if err != nil {
 			return nil, err
@@ -259,6 +267,14 @@ func StopDetached(dir string, grace time.Duration) error {
 	}
 	return os.RemoveAll(dir)
 }
+
+const kwokConfiguration = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: 32
+  nodePlayStageParallelism: 32
+  nodeLeaseParallelism: 16
+`
 
 // KwokNodeAnnotation marks the Nodes kwok manages (value "fake").
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
@@ -35,6 +37,7 @@ func TestScale(t *testing.T) {
 	if os.Getenv("TAILOR_SCALE") == "" {
 		t.Skip("a measurement, not a check: run with TAILOR_SCALE=1")
 	}
+	log.SetLogger(logr.Discard())
 	tmp := t.TempDir()
 	tailor := testenv.BuildTailor(t)
 	ctx := t.Context()
@@ -78,11 +81,11 @@ func TestScale(t *testing.T) {
 	if p := os.Getenv("TAILOR_SCALE_LOG"); p != "" {
 		logPath = p
 	}
-	log, _ := os.Create(logPath)
+	logFile, _ := os.Create(logPath)
 	// TAILOR_SCALE_PPROF=127.0.0.1:6060 serves the controller's pprof there.
 	ctrl := exec.Command(tailor, "controller", "--kubeconfig", cluster.Kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--pprof-bind-address", os.Getenv("TAILOR_SCALE_PPROF"))
-	ctrl.Stdout, ctrl.Stderr = log, log
+	ctrl.Stdout, ctrl.Stderr = logFile, logFile
 	// TAILOR_SCALE_GOGC sets the controller's GOGC alone (the control plane keeps its own).
 	if v := os.Getenv("TAILOR_SCALE_GOGC"); v != "" {
 		ctrl.Env = append(os.Environ(), "GOGC="+v)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -40,7 +41,9 @@ func (r *Registrar) Name() string { return "sim.registrar" }
 
 // Register adds the controller to a manager.
 func (r *Registrar) Register(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named(r.Name()).For(&v1alpha1.SimInstance{}).Complete(r)
+	// A cloud boots its instances side by side, not ten at a time.
+	return ctrl.NewControllerManagedBy(mgr).Named(r.Name()).For(&v1alpha1.SimInstance{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 100}).Complete(r)
 }
 
 // Reconcile registers or removes the Node of one instance.

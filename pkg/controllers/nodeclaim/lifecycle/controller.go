@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -56,7 +57,10 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 	if err := nodeclaim.IndexProviderIDs(ctx, mgr); err != nil {
 		return err
 	}
+	// Each claim waits on the cloud and on a few writes; hundreds launch at once
+	// after a large batch, and ten at a time would queue them for seconds.
 	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
+		WithOptions(controller.Options{MaxConcurrentReconciles: Concurrency}).
 		For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.ClaimsOfNode(c.kube))).
 		Complete(c)
@@ -74,6 +78,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	return res, err
 }
+
+// Concurrency is how many claims the controller moves along at once.
+const Concurrency = 100
 
 // ConflictRetry is how soon a claim that changed under a write is looked at again.
 const ConflictRetry = 200 * time.Millisecond

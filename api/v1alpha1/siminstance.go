@@ -55,7 +55,9 @@ type SimInstanceSpec struct {
 
 // SimInstanceStatus is where the instance is in its life.
 type SimInstanceStatus struct {
-	// +kubebuilder:validation:Enum:={Pending,Running,Terminating}
+	// State is Running once the instance's Node registered, and empty while it
+	// boots (a write saved per instance).
+	// +kubebuilder:validation:Enum:={Running}
 	// +optional
 	State string `json:"state,omitempty"`
 	// NodeName is the Node the instance registered as.

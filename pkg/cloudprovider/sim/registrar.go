@@ -75,8 +75,14 @@ func (r *Registrar) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if wait := inst.Spec.RegisterAfter.Sub(r.clock.Now()); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	if err := r.kube.Create(ctx, r.node(ctx, inst)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, fmt.Errorf("registering the node of %s: %w", inst.Name, err)
+	// The cache may not show this instance Running yet though its Node exists:
+	// look before creating it again.
+	if err := r.kube.Get(ctx, client.ObjectKey{Name: inst.Name}, &corev1.Node{}); apierrors.IsNotFound(err) {
+		if err := r.kube.Create(ctx, r.node(ctx, inst)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, fmt.Errorf("registering the node of %s: %w", inst.Name, err)
+		}
+	} else if err != nil {
+		return reconcile.Result{}, err
 	}
 	base := inst.DeepCopy()
 	inst.Status.State, inst.Status.NodeName = "Running", inst.Name

@@ -190,10 +190,6 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if err := c.kube.Create(ctx, inst); err != nil {
 		return nil, fmt.Errorf("launching %s for nodeclaim %s: %w", best.Name, claim.Name, err)
 	}
-	inst.Status.State = "Pending"
-	if err := c.kube.Status().Update(ctx, inst); err != nil {
-		return nil, fmt.Errorf("launching %s for nodeclaim %s: %w", best.Name, claim.Name, err)
-	}
 	return c.describe(inst, best, claim), nil
 }
 

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,16 +46,38 @@ type Controller struct {
 	unavailable *cloudprovider.UnavailableOfferings
 	recorder    record.EventRecorder
 	clock       clock.Clock
+	// writes keeps the controller from acting on a copy older than its own
+	// last write to a claim.
+	writes *nodeclaim.Writes
 }
 
 // NewController returns the controller.
 func NewController(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, clk clock.Clock) *Controller {
-	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk}
+	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk,
+		writes: nodeclaim.NewWrites(clk, 5*time.Second)}
 }
 
 // Register adds the controller, and the provider ID indexes it reads by, to mgr.
 func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 	if err := nodeclaim.IndexProviderIDs(ctx, mgr); err != nil {
+		return err
+	}
+	informer, err := mgr.GetCache().GetInformer(ctx, &v1.NodeClaim{})
+	if err != nil {
+		return err
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, o any) {
+			if nc, ok := o.(*v1.NodeClaim); ok {
+				c.writes.Observed(nc.Name, nc.ResourceVersion)
+			}
+		},
+		DeleteFunc: func(o any) {
+			if nc, ok := o.(*v1.NodeClaim); ok {
+				c.writes.Forget(nc.Name)
+			}
+		},
+	}); err != nil {
 		return err
 	}
 	// Each claim waits on the cloud and on a few writes; hundreds launch at once
@@ -93,10 +116,14 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if nc.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // termination's job
 	}
+	if c.writes.Stale(nc.Name, nc.ResourceVersion) {
+		// The informer will deliver our last write, and with it this claim again.
+		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
+	}
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		patch := client.MergeFrom(nc.DeepCopy())
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
-		if err := c.kube.Patch(ctx, nc, patch); err != nil {
+		if err := c.patch(ctx, nc, patch); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
 	}
@@ -132,7 +159,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
 	case cloudprovider.IsNodeClassNotReady(err):
 		c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionFalse, "NodeClassNotReady", err.Error())
-		if uerr := c.kube.Status().Update(ctx, nc); uerr != nil {
+		if uerr := c.updateStatus(ctx, nc); uerr != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(uerr)
 		}
 		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
@@ -144,7 +171,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	for k, v := range launched.Labels {
 		metav1.SetMetaDataLabel(&nc.ObjectMeta, k, v)
 	}
-	if err := c.kube.Patch(ctx, nc, labels); err != nil {
+	if err := c.patch(ctx, nc, labels); err != nil {
 		return reconcile.Result{}, fmt.Errorf("labelling nodeclaim %s: %w", nc.Name, err)
 	}
 	nc.Status.ProviderID = launched.Status.ProviderID
@@ -152,7 +179,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	nc.Status.Capacity = launched.Status.Capacity
 	nc.Status.Allocatable = launched.Status.Allocatable
 	c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
-	if err := c.kube.Status().Update(ctx, nc); err != nil {
+	if err := c.updateStatus(ctx, nc); err != nil {
 		// The instance exists; garbage collection reclaims it if this claim is lost.
 		return reconcile.Result{}, fmt.Errorf("recording the launch of nodeclaim %s: %w", nc.Name, err)
 	}
@@ -206,7 +233,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
 	c.setInitialized(nc, why)
-	if err := c.kube.Status().Update(ctx, nc); err != nil {
+	if err := c.updateStatus(ctx, nc); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
@@ -231,7 +258,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 	if !c.setInitialized(nc, why) {
 		return nil
 	}
-	return client.IgnoreNotFound(c.kube.Status().Update(ctx, nc))
+	return client.IgnoreNotFound(c.updateStatus(ctx, nc))
 }
 
 // setInitialized sets Initialized (and Ready) from why the node is not initialized
@@ -271,6 +298,23 @@ func notInitialized(nc *v1.NodeClaim, node *corev1.Node) string {
 		}
 	}
 	return ""
+}
+
+// patch and updateStatus write the claim and remember the version written.
+func (c *Controller) patch(ctx context.Context, nc *v1.NodeClaim, patch client.Patch) error {
+	if err := c.kube.Patch(ctx, nc, patch); err != nil {
+		return err
+	}
+	c.writes.Wrote(nc.Name, nc.ResourceVersion)
+	return nil
+}
+
+func (c *Controller) updateStatus(ctx context.Context, nc *v1.NodeClaim) error {
+	if err := c.kube.Status().Update(ctx, nc); err != nil {
+		return err
+	}
+	c.writes.Wrote(nc.Name, nc.ResourceVersion)
+	return nil
 }
 
 // setCondition sets a condition and reports whether that changed anything.

@@ -35,7 +35,7 @@ type nominations map[k8stypes.UID]nomination
 // pending pods still to plan for. A nomination lapses when its claim is gone or
 // going, when the pod is no longer pending, and once the claim's node is up, when
 // the pod no longer fits beside the pods bound there or NominationGrace passed.
-func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now time.Time) []*corev1.Pod {
+func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now time.Time) ([]*corev1.Pod, lapses) {
 	nodes := claimNodes(in, claims)
 	byName := map[string]*v1.NodeClaim{}
 	for _, nc := range claims {
@@ -43,9 +43,10 @@ func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now t
 	}
 	pending := make(map[k8stypes.UID]bool, len(in.Pods))
 	out := in.Pods[:0:0]
+	var lapsed lapses
 	for _, pod := range in.Pods {
 		pending[pod.UID] = true
-		if !n.wait(pod, byName, nodes, now) {
+		if !n.wait(pod, byName, nodes, now, &lapsed) {
 			out = append(out, pod)
 		}
 	}
@@ -54,10 +55,15 @@ func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now t
 			delete(n, uid) // bound, or gone
 		}
 	}
-	return out
+	return out, lapsed
 }
 
-func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, now time.Time) bool {
+// lapses count the nominations that lapsed in a reserve, by cause, for the log.
+type lapses struct {
+	ClaimGone, Grace, RoomTaken int
+}
+
+func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, now time.Time, lapsed *lapses) bool {
 	nom, ok := n[pod.UID]
 	if !ok {
 		return false
@@ -65,6 +71,7 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 	nc, node := claims[nom.claim], nodes[nom.claim]
 	if nc == nil || nc.DeletionTimestamp != nil || node == nil {
 		delete(n, pod.UID)
+		lapsed.ClaimGone++
 		return false
 	}
 	if up := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); up != nil && up.Status == metav1.ConditionTrue {
@@ -72,8 +79,14 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 		if up.LastTransitionTime.After(since) {
 			since = up.LastTransitionTime.Time
 		}
-		if now.Sub(since) > NominationGrace || !fits(node, pod) {
+		if now.Sub(since) > NominationGrace {
 			delete(n, pod.UID)
+			lapsed.Grace++
+			return false
+		}
+		if !fits(node, pod) {
+			delete(n, pod.UID)
+			lapsed.RoomTaken++
 			return false
 		}
 	}

@@ -153,7 +153,7 @@ func TestReserve(t *testing.T) {
 			for p, c := range tt.noms {
 				n.nominate(pod(p, "1"), c, tt.at)
 			}
-			got := n.reserve(in, tt.claims, t0.Add(NominationGrace/2))
+			got, _ := n.reserve(in, tt.claims, t0.Add(NominationGrace/2))
 			if diff := cmpNames(names(got), tt.plan); diff {
 				t.Errorf("to plan: got %v, want %v", names(got), tt.plan)
 			}
@@ -200,7 +200,7 @@ func TestReservedRoomIsNotHandedOutTwice(t *testing.T) {
 		t.Helper()
 		in := input([]*v1.NodeClaim{nc}, nil, waiting, newcomer)
 		in.NodePools = []*scheduling.NodePool{{NodePool: pool, InstanceTypes: types}}
-		in.Pods = n.reserve(in, []*v1.NodeClaim{nc}, t0)
+		in.Pods, _ = n.reserve(in, []*v1.NodeClaim{nc}, t0)
 		plan, err := scheduling.Solve(in, scheduling.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -151,7 +151,8 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		return err
 	}
 	pending := len(snap.Input.Pods)
-	snap.Input.Pods = p.nominated.reserve(snap.Input, snap.Claims, p.clock.Now())
+	var lapsed lapses
+	snap.Input.Pods, lapsed = p.nominated.reserve(snap.Input, snap.Claims, p.clock.Now())
 	if len(snap.Input.Pods) == 0 {
 		return nil
 	}
@@ -191,6 +192,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	if len(created) > 0 {
 		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", len(snap.Input.Pods)-len(plan.Unschedulable),
 			"waiting", pending-len(snap.Input.Pods), "unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost(),
+			"onExistingNodes", len(plan.Bindings), "lapsedGrace", lapsed.Grace, "lapsedRoomTaken", lapsed.RoomTaken, "lapsedClaimGone", lapsed.ClaimGone,
 			"solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds(),
 			"batchSeconds", p.batchClosed.Sub(p.batchOpened).Seconds(), "secondsAfterBatch", p.clock.Since(p.batchClosed).Seconds())
 	}

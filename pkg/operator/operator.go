@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -140,7 +142,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := metrics.Registry.Register(newClusterCollector(mgr.GetCache(), instanceTypes)); err != nil {
 		return err
 	}
-	provisioner := provisioning.NewProvisioner(kube, state.New(kube), instanceTypes, recorder, clk,
+	cluster := func() *state.Cluster { return state.New(kube) }
+	if podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}); err != nil {
+		return err
+	} else if store, ok := podInformer.(interface{ GetStore() toolscache.Store }); ok {
+		cluster = func() *state.Cluster { return state.New(kube).WithPodStore(store.GetStore()) }
+	}
+	provisioner := provisioning.NewProvisioner(kube, cluster(), instanceTypes, recorder, clk,
 		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax})
 
 	// Every controller, in one explicit list.
@@ -168,7 +176,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := sim.NewNodeClassController(kube, simCloud).Register(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(disruptionctl.NewController(kube, state.New(kube), cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
+	if err := mgr.Add(disruptionctl.NewController(kube, cluster(), cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
 		return err
 	}
 	if err := expiration.NewController(kube, recorder, clk, provisioner.Trigger).Register(mgr); err != nil {

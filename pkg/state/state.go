@@ -5,6 +5,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -25,10 +26,47 @@ import (
 // Cluster reads the cluster through a (cache-backed) reader.
 type Cluster struct {
 	kube client.Reader
+	pods PodStore
+}
+
+// PodStore hands out the cached pods themselves (an informer's store). A List
+// through the cache copies every pod into its list, megabytes per snapshot at
+// thousands of pods, and snapshots are taken every few seconds.
+type PodStore interface {
+	List() []any
 }
 
 // New returns a view reading through kube.
 func New(kube client.Reader) *Cluster { return &Cluster{kube: kube} }
+
+// WithPodStore has the view read pods from store instead of listing them.
+func (c *Cluster) WithPodStore(store PodStore) *Cluster {
+	c.pods = store
+	return c
+}
+
+// allPods lists the pods; they are shared with the cache and only read.
+func (c *Cluster) allPods(ctx context.Context) ([]*corev1.Pod, error) {
+	if c.pods != nil {
+		objs := c.pods.List()
+		pods := make([]*corev1.Pod, 0, len(objs))
+		for _, o := range objs {
+			if p, ok := o.(*corev1.Pod); ok {
+				pods = append(pods, p)
+			}
+		}
+		return pods, nil
+	}
+	var list corev1.PodList
+	if err := c.kube.List(ctx, &list, read); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	return pods, nil
+}
 
 // Snapshot is what one provisioning decision needs.
 type Snapshot struct {
@@ -45,7 +83,10 @@ var read = client.UnsafeDisableDeepCopy
 // Snapshot gathers the pending pods and everything they could go to. instanceTypes
 // supplies each NodePool's instance types.
 func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool) ([]*scheduling.InstanceType, error)) (*Snapshot, error) {
-	var pods corev1.PodList
+	pods, err := c.allPods(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var nodes corev1.NodeList
 	var claims v1.NodeClaimList
 	var pools v1.NodePoolList
@@ -54,17 +95,15 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 	var pvs corev1.PersistentVolumeList
 	var classes storagev1.StorageClassList
 	var namespaces corev1.NamespaceList
-	for _, list := range []client.ObjectList{&pods, &nodes, &claims, &pools, &daemonSets, &pvcs, &pvs, &classes, &namespaces} {
+	for _, list := range []client.ObjectList{&nodes, &claims, &pools, &daemonSets, &pvcs, &pvs, &classes, &namespaces} {
 		if err := c.kube.List(ctx, list, read); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", list, err)
 		}
 	}
 	in := &scheduling.Input{}
 	snap := &Snapshot{Input: in}
-	var err error
 	bound := map[string][]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range pods {
 		switch {
 		case p.Spec.NodeName != "":
 			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
@@ -139,7 +178,7 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
 	}
 	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return snap, nil
 }

@@ -104,6 +104,8 @@ func TestScale(t *testing.T) {
 		}
 	}
 	created := time.Now()
+	pids := append(cluster.Pids(), ctrl.Process.Pid, os.Getpid())
+	cpuBefore := cpuSeconds(pids)
 	firstClaim := waitFor(t, 2*time.Minute, func(ctx context.Context) bool {
 		claims := &v1.NodeClaimList{}
 		return kube.List(ctx, claims) == nil && len(claims.Items) > 0
@@ -116,6 +118,8 @@ func TestScale(t *testing.T) {
 	t.Logf("the ReplicaSet controller created the last pod %.1fs after the Deployments", lastPodCreated(ctx, kube).Sub(created).Seconds())
 	t.Logf("controller resident memory at 1,000 pods: %d MiB", rssMiB(ctrl.Process.Pid))
 	timeline(t, ctx, kube, created)
+	cpuGrown := cpuSeconds(pids)
+	logCPU(t, cpuBefore, cpuGrown)
 
 	// Grow to 5,000 pods on about 500 nodes, the shape the target names: 4,000 pods of
 	// 600m on 8-vCPU types (13 to a node) beside the first 180 or so.
@@ -153,6 +157,7 @@ func TestScale(t *testing.T) {
 		readings[0], readings[len(readings)/2], readings[len(readings)-1], rssSplit(ctrl.Process.Pid))
 	t.Logf("the ReplicaSet controller created the last pod %.0fs after the 4,000 more were asked for", lastPodCreated(ctx, kube).Sub(allRunning).Seconds())
 	timeline(t, ctx, kube, allRunning)
+	logCPU(t, cpuGrown, cpuSeconds(pids))
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -224,7 +229,7 @@ func lastPodCreated(ctx context.Context, kube client.Client) time.Time {
 // timeline logs when the steps from pending pod to running pod happened, in seconds
 // after since (to the second, as the API server stamps them): the median, the 90th
 // percentile and the last of the NodeClaims created, launched, registered and
-// initialized, and of the pods created, scheduled and ready.
+// initialized, the Nodes created and ready, and the pods created, scheduled and ready.
 func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.Time) {
 	steps := map[string][]time.Time{}
 	claims := &v1.NodeClaimList{}
@@ -243,6 +248,21 @@ func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.
 			}
 		}
 	}
+	nodes := &corev1.NodeList{}
+	if kube.List(ctx, nodes) != nil {
+		return
+	}
+	for _, n := range nodes.Items {
+		if n.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
+			continue
+		}
+		steps["node created"] = append(steps["node created"], n.CreationTimestamp.Time)
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				steps["node ready"] = append(steps["node ready"], c.LastTransitionTime.Time)
+			}
+		}
+	}
 	for _, p := range pods.Items {
 		if p.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
 			continue
@@ -254,7 +274,7 @@ func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.
 			}
 		}
 	}
-	for _, step := range []string{"pod created", "claim created", "claim launched", "claim registered", "claim initialized", "pod podscheduled", "pod ready"} {
+	for _, step := range []string{"pod created", "claim created", "claim launched", "node created", "node ready", "claim registered", "claim initialized", "pod podscheduled", "pod ready"} {
 		times := steps[step]
 		if len(times) == 0 {
 			continue
@@ -263,6 +283,46 @@ func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.
 		at := func(q float64) float64 { return times[int(q*float64(len(times)-1))].Sub(since).Seconds() }
 		t.Logf("  %-18s %5d  first %5.1fs  median %5.1fs  p90 %5.1fs  last %5.1fs", step, len(times), at(0), at(0.5), at(0.9), at(1))
 	}
+}
+
+// cpuSeconds reads the processor time each process has used so far, by name: the
+// API server on the two cores is what every component waits for, so what it did
+// in a phase varies less between runs than the phase's wall time.
+func cpuSeconds(pids []int) map[string]float64 {
+	out := map[string]float64{}
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The name is in parentheses and may hold spaces; fields follow it.
+		s := string(stat)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 13 {
+			continue
+		}
+		user, _ := strconv.ParseFloat(f[11], 64)
+		system, _ := strconv.ParseFloat(f[12], 64)
+		out[s[open+1:end]] += (user + system) / 100 // clock ticks, 100 a second on Linux
+	}
+	return out
+}
+
+func logCPU(t *testing.T, before, after map[string]float64) {
+	var names []string
+	for name := range after {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var parts []string
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s %.1f", name, after[name]-before[name]))
+	}
+	t.Logf("  processor seconds: %s", strings.Join(parts, ", "))
 }
 
 // rssSplit says how much of the resident memory is the process's own (anonymous)

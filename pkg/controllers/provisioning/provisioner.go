@@ -207,7 +207,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool, nodes []*scheduling.NewNode) ([]*v1.NodeClaim, error) {
 	created := make([]*v1.NodeClaim, len(nodes))
 	errs := make([]error, len(nodes))
-	workqueue.ParallelizeUntil(ctx, 16, len(nodes), func(i int) {
+	workqueue.ParallelizeUntil(ctx, 64, len(nodes), func(i int) {
 		nc := NodeClaim(pools[nodes[i].NodePool], nodes[i])
 		if err := p.kube.Create(ctx, nc); err != nil {
 			errs[i] = fmt.Errorf("creating a NodeClaim for NodePool %s: %w", nodes[i].NodePool, err)

@@ -18,7 +18,7 @@ import (
 // fields (nodeSelector, affinity, tolerations, topology spread, priority), every
 // container's name, resources, ports and restart policy (requests, sidecars, host
 // ports), overhead, pod-level resources, its persistent and ephemeral volume
-// sources, its phase and conditions; a node's spec, labels, allocatable,
+// sources, its phase and its PodScheduled condition; a node's spec, labels, allocatable,
 // capacity and conditions.
 //
 // Objects read from this cache are partial: patch them (client.MergeFrom diffs
@@ -90,10 +90,18 @@ func trimPod(obj any) (any, error) {
 	pod.Status.EphemeralContainerStatuses = nil
 	pod.Status.PodIPs = nil
 	pod.Status.HostIPs = nil
+	pod.Status.PodIP, pod.Status.HostIP, pod.Status.QOSClass, pod.Status.StartTime = "", "", "", nil
 	pod.Status.ResourceClaimStatuses = nil
-	for i := range pod.Status.Conditions {
-		pod.Status.Conditions[i].Message = ""
+	// Only PodScheduled is read (is the pod unschedulable?). A new slice: the old
+	// array would keep the others alive.
+	var conditions []corev1.PodCondition
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			c.Message = ""
+			conditions = append(conditions, c)
+		}
 	}
+	pod.Status.Conditions = conditions
 	return pod, nil
 }
 

@@ -43,8 +43,9 @@ func fullPod() *corev1.Pod {
 				WhenUnsatisfiable: corev1.DoNotSchedule}},
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodPending,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-				Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse},
+				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}},
+			PodIP: "10.0.0.1", QOSClass: corev1.PodQOSBurstable,
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1"}}},
 	}
 }
@@ -90,6 +91,9 @@ func TestTrimPodKeepsWhatTailorReads(t *testing.T) {
 	}
 	if pod.Status.ContainerStatuses != nil {
 		t.Error("container statuses were kept")
+	}
+	if len(pod.Status.Conditions) != 1 || pod.Status.Conditions[0].Type != corev1.PodScheduled || pod.Status.PodIP != "" || pod.Status.QOSClass != "" {
+		t.Errorf("status kept what nothing reads: %+v", pod.Status)
 	}
 
 	// A relist hands an object in again: trimming twice changes nothing more.

@@ -5,67 +5,68 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Writes remembers the resourceVersion of a controller's last write to each object
-// until its informer has delivered that version. A controller that reconciles from
-// the cache would otherwise act on a copy older than its own last write; under load
-// the cache lags by seconds, and every such write only comes back as a conflict,
-// which costs the API server as much as the write would have.
-type Writes struct {
+// Writes lets a controller read its own writes. It keeps the object each write
+// returned until the informer delivers that version. A controller that reads from
+// the cache would otherwise act on a copy older than its own last write: under load
+// the cache lags by seconds, and a write from the older copy only comes back as a
+// conflict, while waiting for the cache holds every next step back by the lag.
+type Writes[T client.Object] struct {
 	clock clock.Clock
-	// Expiry bounds the wait: an informer event can be missed (a relist jumps past
-	// it), and then the copy is assumed fresh after this long.
+	// expiry bounds how long a write is preferred to the cache: an informer event
+	// can be missed (a relist jumps past it).
 	expiry  time.Duration
 	mu      sync.Mutex
-	pending map[string]written
+	pending map[string]written[T]
 }
 
-type written struct {
-	version string
-	at      time.Time
+type written[T client.Object] struct {
+	obj T
+	at  time.Time
 }
 
 // NewWrites returns an empty tracker; a write not seen within expiry is forgotten.
-func NewWrites(clk clock.Clock, expiry time.Duration) *Writes {
-	return &Writes{clock: clk, expiry: expiry, pending: map[string]written{}}
+func NewWrites[T client.Object](clk clock.Clock, expiry time.Duration) *Writes[T] {
+	return &Writes[T]{clock: clk, expiry: expiry, pending: map[string]written[T]{}}
 }
 
-// Wrote records that the controller wrote object name, which is now at version.
-func (w *Writes) Wrote(name, version string) {
+// Wrote records obj as the controller's last write, as the API server returned it.
+func (w *Writes[T]) Wrote(obj T) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pending[name] = written{version: version, at: w.clock.Now()}
+	w.pending[obj.GetName()] = written[T]{obj: obj.DeepCopyObject().(T), at: w.clock.Now()}
 }
 
 // Observed is called by the informer for each version of an object it delivers.
-func (w *Writes) Observed(name, version string) {
+func (w *Writes[T]) Observed(name, version string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if p, ok := w.pending[name]; ok && p.version == version {
+	if p, ok := w.pending[name]; ok && p.obj.GetResourceVersion() == version {
 		delete(w.pending, name)
 	}
 }
 
 // Forget drops what is known of name (it was deleted).
-func (w *Writes) Forget(name string) {
+func (w *Writes[T]) Forget(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.pending, name)
 }
 
-// Stale reports whether a cached copy at version predates the controller's last
-// write to name: the write is recent and the informer has not delivered it yet.
-func (w *Writes) Stale(name, version string) bool {
+// Fresh returns cached, or a copy of the controller's last write to the object when
+// the cache has not delivered that write yet.
+func (w *Writes[T]) Fresh(cached T) T {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p, ok := w.pending[name]
+	p, ok := w.pending[cached.GetName()]
 	if !ok {
-		return false
+		return cached
 	}
-	if p.version == version || w.clock.Since(p.at) > w.expiry {
-		delete(w.pending, name)
-		return false
+	if p.obj.GetResourceVersion() == cached.GetResourceVersion() || w.clock.Since(p.at) > w.expiry {
+		delete(w.pending, cached.GetName())
+		return cached
 	}
-	return true
+	return p.obj.DeepCopyObject().(T)
 }

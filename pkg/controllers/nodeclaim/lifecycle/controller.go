@@ -48,13 +48,13 @@ type Controller struct {
 	clock       clock.Clock
 	// writes keeps the controller from acting on a copy older than its own
 	// last write to a claim.
-	writes *nodeclaim.Writes
+	writes *nodeclaim.Writes[*v1.NodeClaim]
 }
 
 // NewController returns the controller.
 func NewController(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, clk clock.Clock) *Controller {
 	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk,
-		writes: nodeclaim.NewWrites(clk, 5*time.Second)}
+		writes: nodeclaim.NewWrites[*v1.NodeClaim](clk, 5*time.Second)}
 }
 
 // Register adds the controller, and the provider ID indexes it reads by, to mgr.
@@ -116,10 +116,8 @@ func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reco
 	if nc.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // termination's job
 	}
-	if c.writes.Stale(nc.Name, nc.ResourceVersion) {
-		// The informer will deliver our last write, and with it this claim again.
-		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
-	}
+	// The cache may not have our last write yet: go on from that write.
+	nc = c.writes.Fresh(nc)
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		patch := client.MergeFrom(nc.DeepCopy())
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
@@ -305,7 +303,7 @@ func (c *Controller) patch(ctx context.Context, nc *v1.NodeClaim, patch client.P
 	if err := c.kube.Patch(ctx, nc, patch); err != nil {
 		return err
 	}
-	c.writes.Wrote(nc.Name, nc.ResourceVersion)
+	c.writes.Wrote(nc)
 	return nil
 }
 
@@ -313,7 +311,7 @@ func (c *Controller) updateStatus(ctx context.Context, nc *v1.NodeClaim) error {
 	if err := c.kube.Status().Update(ctx, nc); err != nil {
 		return err
 	}
-	c.writes.Wrote(nc.Name, nc.ResourceVersion)
+	c.writes.Wrote(nc)
 	return nil
 }
 

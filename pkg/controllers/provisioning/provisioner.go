@@ -146,6 +146,7 @@ func (p *Provisioner) waitForBatch(ctx context.Context) bool {
 // the cache shows them, so the next plan counts them and no pod is provisioned for
 // twice. Pods that wait for a claim are planned on its node, holding their room.
 func (p *Provisioner) Provision(ctx context.Context) error {
+	began := p.clock.Now()
 	snap, err := p.cluster.Snapshot(ctx, func(np *v1.NodePool) ([]*scheduling.InstanceType, error) { return p.types(ctx, np) })
 	if err != nil {
 		return err
@@ -193,7 +194,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", len(snap.Input.Pods)-len(plan.Unschedulable),
 			"waiting", pending-len(snap.Input.Pods), "unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost(),
 			"onExistingNodes", len(plan.Bindings), "lapsedGrace", lapsed.Grace, "lapsedRoomTaken", lapsed.RoomTaken, "lapsedClaimGone", lapsed.ClaimGone,
-			"solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds(),
+			"snapshotSeconds", start.Sub(began).Seconds(), "solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds(),
 			"batchSeconds", p.batchClosed.Sub(p.batchOpened).Seconds(), "secondsAfterBatch", p.clock.Since(p.batchClosed).Seconds())
 	}
 	if err != nil {

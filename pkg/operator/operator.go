@@ -142,6 +142,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := metrics.Registry.Register(newClusterCollector(mgr.GetCache(), instanceTypes)); err != nil {
 		return err
 	}
+	for _, kind := range state.Kinds() {
+		if _, err := mgr.GetCache().GetInformer(ctx, kind); err != nil {
+			return fmt.Errorf("watching %T: %w", kind, err)
+		}
+	}
 	cluster := func() *state.Cluster { return state.New(kube) }
 	if podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}); err != nil {
 		return err

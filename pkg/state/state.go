@@ -77,6 +77,14 @@ type Snapshot struct {
 	Claims []*v1.NodeClaim
 }
 
+// Kinds are the kinds a snapshot reads. Start the cache's informers for them with
+// the controller: an informer starts on first read otherwise, and the first batch
+// would wait for its initial lists.
+func Kinds() []client.Object {
+	return []client.Object{&corev1.Pod{}, &corev1.Node{}, &v1.NodeClaim{}, &v1.NodePool{}, &appsv1.DaemonSet{},
+		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}, &corev1.Namespace{}}
+}
+
 // read lists without deep copies: a snapshot is only read.
 var read = client.UnsafeDisableDeepCopy
 

@@ -94,9 +94,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	res, err := c.reconcile(ctx, req)
 	if apierrors.IsConflict(err) {
 		// Others write claims too (their pods' last event times, disruption): this
-		// one changed since the cache saw it. Look again once the cache has caught
+		// one changed since we read it. Look again from the cache once it has caught
 		// up, without counting it an error: hundreds of those at once would use up
 		// the retry rate limit and hold back every registration behind them.
+		c.writes.Forget(req.Name)
 		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
 	}
 	return res, err

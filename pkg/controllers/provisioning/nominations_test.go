@@ -134,6 +134,18 @@ func TestReserve(t *testing.T) {
 		plan:   []string{"a", "b"},
 		on:     map[string][]string{"c1": {"x"}},
 	}, {
+		name:   "the node is up with room for the pod but no more pods: the pod is planned for at once",
+		claims: []*v1.NodeClaim{claim("c1", "2", registered("sim:///z/i-1", "i-1"), initialized(t0))},
+		nodes: []*scheduling.Node{func() *scheduling.Node {
+			n := node("i-1", "sim:///z/i-1", "2", pod("x", "100m"))
+			n.Node.Status.Allocatable[corev1.ResourcePods] = resource.MustParse("1")
+			return n
+		}()},
+		noms: map[string]string{"a": "c1"},
+		at:   t0,
+		plan: []string{"a", "b"},
+		on:   map[string][]string{"c1": {"x"}},
+	}, {
 		name:   "the node has been up longer than the grace",
 		claims: []*v1.NodeClaim{claim("c1", "2", registered("sim:///z/i-1", "i-1"), initialized(t0.Add(-time.Minute)))},
 		nodes:  []*scheduling.Node{node("i-1", "sim:///z/i-1", "2")},

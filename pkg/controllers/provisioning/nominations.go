@@ -13,12 +13,14 @@ import (
 	"github.com/nodetailor/tailor/pkg/state"
 )
 
-// NominationGrace is how long a nominated pod may stay pending on a node that is up
-// before it is planned for again: the kube-scheduler needs a moment (its backoff
-// reaches 10s), and replanning it only puts it back into the same room, so the
-// wait can be short. A pod that no longer fits beside the pods bound to its node
-// (someone else took the room) is planned for at once.
-const NominationGrace = 10 * time.Second
+// NominationGrace is how long a nominated pod that still fits may stay pending on a
+// node that is up before it is planned for again. The kube-scheduler needs a while:
+// its backoff reaches 10s, and when hundreds of nodes come up at once it works
+// through a backlog (in the scale test, empty nodes waited more than 10s for their
+// pods); planning those pods again only makes nodes nobody needs. A pod that no
+// longer fits beside the pods bound to its node (someone else took the room) is
+// planned for at once.
+const NominationGrace = 20 * time.Second
 
 // nomination says which NodeClaim holds the room for a pending pod, since when.
 type nomination struct {
@@ -79,14 +81,14 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 		if up.LastTransitionTime.After(since) {
 			since = up.LastTransitionTime.Time
 		}
-		if now.Sub(since) > NominationGrace {
-			delete(n, pod.UID)
-			lapsed.Grace++
-			return false
-		}
 		if !fits(node, pod) {
 			delete(n, pod.UID)
 			lapsed.RoomTaken++
+			return false
+		}
+		if now.Sub(since) > NominationGrace {
+			delete(n, pod.UID)
+			lapsed.Grace++
 			return false
 		}
 	}

@@ -47,7 +47,7 @@ type Provisioner struct {
 	clock    clock.Clock
 	opts     Options
 	trigger  chan struct{}
-	// batched holds the pods that triggered the open batch (see Trigger).
+	// batched holds the pods that triggered the open batch (see TriggerFor).
 	batchMu sync.Mutex
 	batched map[types.UID]bool
 	// nominated remembers the claim holding the room for each pending pod; only

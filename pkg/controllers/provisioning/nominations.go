@@ -22,9 +22,6 @@ import (
 // planned for at once.
 const NominationGrace = 20 * time.Second
 
-// NominationRecheck is how often nominations are looked at while pods wait.
-const NominationRecheck = 2 * time.Second
-
 // nomination says which NodeClaim holds the room for a pending pod, since when.
 type nomination struct {
 	claim string

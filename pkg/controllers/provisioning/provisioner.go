@@ -110,11 +110,9 @@ func (p *Provisioner) Start(ctx context.Context) error {
 			continue
 		}
 		// Pods waiting on their claims change nothing when a nomination lapses, so
-		// nothing would wake us: look again while any wait. Often: when the
-		// kube-scheduler fills a node with other pods than planned, the pods left
-		// out need a node of their own, and nothing else tells us.
+		// nothing would wake us: look again while any wait.
 		if len(p.nominated) > 0 {
-			recheck = p.clock.After(NominationRecheck)
+			recheck = p.clock.After(NominationGrace / 3)
 		}
 	}
 }

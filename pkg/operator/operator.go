@@ -142,18 +142,20 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := metrics.Registry.Register(newClusterCollector(mgr.GetCache(), instanceTypes)); err != nil {
 		return err
 	}
+	// One read-only view for the provisioner and disruption, its informers started
+	// with the cache, its pods read from the pod informer's store.
+	cluster := state.New(kube)
 	for _, kind := range state.Kinds() {
 		if _, err := mgr.GetCache().GetInformer(ctx, kind); err != nil {
 			return fmt.Errorf("watching %T: %w", kind, err)
 		}
 	}
-	cluster := func() *state.Cluster { return state.New(kube) }
-	if podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}); err != nil {
+	if informer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}); err != nil {
 		return err
-	} else if store, ok := podInformer.(interface{ GetStore() toolscache.Store }); ok {
-		cluster = func() *state.Cluster { return state.New(kube).WithPodStore(store.GetStore()) }
+	} else if store, ok := informer.(interface{ GetStore() toolscache.Store }); ok {
+		cluster.WithPodStore(store.GetStore())
 	}
-	provisioner := provisioning.NewProvisioner(kube, cluster(), instanceTypes, recorder, clk,
+	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, recorder, clk,
 		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax})
 
 	// Every controller, in one explicit list.
@@ -181,7 +183,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := sim.NewNodeClassController(kube, simCloud).Register(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(disruptionctl.NewController(kube, cluster(), cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
+	if err := mgr.Add(disruptionctl.NewController(kube, cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
 		return err
 	}
 	if err := expiration.NewController(kube, recorder, clk, provisioner.Trigger).Register(mgr); err != nil {

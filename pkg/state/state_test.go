@@ -1,13 +1,18 @@
 package state
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/kubescheme"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 func TestNodeComingUpIsSeenAsItWillBe(t *testing.T) {
@@ -68,5 +73,52 @@ func TestProvisionable(t *testing.T) {
 		if got := Provisionable(&tc.pod); got != tc.want {
 			t.Errorf("%s: %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// Reading pods from the informer's store gives the snapshot the same pods as listing
+// them, and the pods are the store's own (not copies).
+func TestSnapshotReadsPodsFromTheStore(t *testing.T) {
+	unschedulable := corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}
+	pods := []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default"}, Status: unschedulable},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}, Status: unschedulable},
+		{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n"}},
+	}
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	builder := fake.NewClientBuilder().WithScheme(scheme)
+	store := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	for _, p := range pods {
+		builder = builder.WithObjects(p.DeepCopy())
+		if err := store.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kube := builder.Build()
+	noTypes := func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return nil, nil }
+
+	listed, err := New(kube).Snapshot(t.Context(), noTypes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := New(kube).WithPodStore(store).Snapshot(t.Context(), noTypes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(s *Snapshot) (out []string) {
+		for _, p := range s.Input.Pods {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if got, want := names(stored), names(listed); !slices.Equal(got, want) || !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("pending pods from the store %v, from a list %v, want [a b]", got, want)
+	}
+	if stored.Input.Pods[0] != pods[1] {
+		t.Error("the snapshot copied the store's pod")
 	}
 }

@@ -231,48 +231,51 @@ func lastPodCreated(ctx context.Context, kube client.Client) time.Time {
 // percentile and the last of the NodeClaims created, launched, registered and
 // initialized, the Nodes created and ready, and the pods created, scheduled and ready.
 func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.Time) {
-	steps := map[string][]time.Time{}
 	claims := &v1.NodeClaimList{}
+	nodes := &corev1.NodeList{}
 	pods := &corev1.PodList{}
-	if kube.List(ctx, claims) != nil || kube.List(ctx, pods) != nil {
+	if kube.List(ctx, claims) != nil || kube.List(ctx, nodes) != nil || kube.List(ctx, pods) != nil {
 		return
+	}
+	steps := map[string][]time.Time{}
+	from := since.Truncate(time.Second)
+	// object records an object made in this phase: its creation and the conditions
+	// that turned true, as "<kind> <condition>".
+	object := func(kind string, created metav1.Time, conditions map[string]metav1.Time) {
+		if created.Time.Before(from) {
+			return
+		}
+		steps[kind+" created"] = append(steps[kind+" created"], created.Time)
+		for c, at := range conditions {
+			steps[kind+" "+strings.ToLower(c)] = append(steps[kind+" "+strings.ToLower(c)], at.Time)
+		}
 	}
 	for _, nc := range claims.Items {
-		if nc.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
-			continue
-		}
-		steps["claim created"] = append(steps["claim created"], nc.CreationTimestamp.Time)
+		conditions := map[string]metav1.Time{}
 		for _, c := range nc.Status.Conditions {
 			if c.Status == metav1.ConditionTrue {
-				steps["claim "+strings.ToLower(c.Type)] = append(steps["claim "+strings.ToLower(c.Type)], c.LastTransitionTime.Time)
+				conditions[c.Type] = c.LastTransitionTime
 			}
 		}
-	}
-	nodes := &corev1.NodeList{}
-	if kube.List(ctx, nodes) != nil {
-		return
+		object("claim", nc.CreationTimestamp, conditions)
 	}
 	for _, n := range nodes.Items {
-		if n.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
-			continue
-		}
-		steps["node created"] = append(steps["node created"], n.CreationTimestamp.Time)
+		conditions := map[string]metav1.Time{}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				steps["node ready"] = append(steps["node ready"], c.LastTransitionTime.Time)
+				conditions[string(c.Type)] = c.LastTransitionTime
 			}
 		}
+		object("node", n.CreationTimestamp, conditions)
 	}
 	for _, p := range pods.Items {
-		if p.CreationTimestamp.Time.Before(since.Truncate(time.Second)) {
-			continue
-		}
-		steps["pod created"] = append(steps["pod created"], p.CreationTimestamp.Time)
+		conditions := map[string]metav1.Time{}
 		for _, c := range p.Status.Conditions {
 			if c.Status == corev1.ConditionTrue && (c.Type == corev1.PodScheduled || c.Type == corev1.PodReady) {
-				steps["pod "+strings.ToLower(string(c.Type))] = append(steps["pod "+strings.ToLower(string(c.Type))], c.LastTransitionTime.Time)
+				conditions[string(c.Type)] = c.LastTransitionTime
 			}
 		}
+		object("pod", p.CreationTimestamp, conditions)
 	}
 	for _, step := range []string{"pod created", "claim created", "claim launched", "node created", "node ready", "claim registered", "claim initialized", "pod podscheduled", "pod ready"} {
 		times := steps[step]

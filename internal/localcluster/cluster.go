@@ -49,6 +49,9 @@ type Cluster struct {
 	Dir, Kubeconfig string
 	// Config reaches the API server as cluster admin.
 	Config *rest.Config
+	// SchedulerURL is the kube-scheduler's secure endpoint (its /metrics takes
+	// Config's bearer token); empty when the scheduler does not run.
+	SchedulerURL string
 
 	procs  []*process
 	ownDir bool
@@ -159,7 +162,8 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := p.waitReady(ctx, timeout, httpProbe(insecureClient(), "https://127.0.0.1:"+strconv.Itoa(schedPort)+"/healthz", "")); err != nil {
+		c.SchedulerURL = "https://127.0.0.1:" + strconv.Itoa(schedPort)
+		if err := p.waitReady(ctx, timeout, httpProbe(insecureClient(), c.SchedulerURL+"/healthz", "")); err != nil {
 			return nil, err
 		}
 	}

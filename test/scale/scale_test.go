@@ -7,6 +7,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,6 +107,17 @@ func TestScale(t *testing.T) {
 	created := time.Now()
 	pids := append(cluster.Pids(), ctrl.Process.Pid, os.Getpid())
 	cpuBefore := cpuSeconds(pids)
+	read := func() counters {
+		c := scrape(t, cluster.Config.Host, cluster.Config.BearerToken, apiSeries)
+		maps.Copy(c, scrape(t, cluster.SchedulerURL, cluster.Config.BearerToken, schedulerSeries))
+		return c
+	}
+	metricsBefore := read()
+	// TAILOR_SCALE_APIPROF=path saves a 25s processor profile of the API server
+	// from here, for `go tool pprof`.
+	if path := os.Getenv("TAILOR_SCALE_APIPROF"); path != "" {
+		go saveProfile(t, cluster.Config.Host, cluster.Config.BearerToken, path, 25*time.Second)
+	}
 	firstClaim := waitFor(t, 2*time.Minute, func(ctx context.Context) bool {
 		claims := &v1.NodeClaimList{}
 		return kube.List(ctx, claims) == nil && len(claims.Items) > 0
@@ -120,6 +132,8 @@ func TestScale(t *testing.T) {
 	timeline(t, ctx, kube, created)
 	cpuGrown := cpuSeconds(pids)
 	logCPU(t, cpuBefore, cpuGrown)
+	metricsGrown := read()
+	logRequests(t, metricsBefore, metricsGrown)
 
 	// Grow to 5,000 pods on about 500 nodes, the shape the target names: 4,000 pods of
 	// 600m on 8-vCPU types (13 to a node) beside the first 180 or so.
@@ -158,6 +172,7 @@ func TestScale(t *testing.T) {
 	t.Logf("the ReplicaSet controller created the last pod %.0fs after the 4,000 more were asked for", lastPodCreated(ctx, kube).Sub(allRunning).Seconds())
 	timeline(t, ctx, kube, allRunning)
 	logCPU(t, cpuGrown, cpuSeconds(pids))
+	logRequests(t, metricsGrown, read())
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -252,7 +252,7 @@ func NodeClaim(np *v1.NodePool, n *scheduling.NewNode) *v1.NodeClaim {
 		Spec: v1.NodeClaimSpec{
 			Taints:                 t.Spec.Taints,
 			StartupTaints:          t.Spec.StartupTaints,
-			Requirements:           n.Requirements.ToNodeSelector(),
+			Requirements:           claimRequirements(np, n.Requirements),
 			Resources:              v1.ResourceRequirements{Requests: n.Requests},
 			NodeClassRef:           t.Spec.NodeClassRef,
 			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
@@ -271,6 +271,26 @@ func NodeClaim(np *v1.NodePool, n *scheduling.NewNode) *v1.NodeClaim {
 		}
 	}
 	return nc
+}
+
+// claimRequirements are the requirements a claim records: the instance-type options
+// and the other well-known keys (arch, os, zone, capacity type, NodePool), the keys
+// the NodePool constrains, and any key narrowed to one value or constrained other
+// than by In (a pod's NotIn, Exists, Gt). A key the plan narrowed only to the
+// union of the options' labels (their families, sizes, processor counts) is left
+// out, as Karpenter leaves it out: the options already settle it, and the lists
+// would more than double every claim, in the API server and in every cache.
+func claimRequirements(np *v1.NodePool, reqs scheduling.Requirements) []v1.NodeSelectorRequirementWithMinValues {
+	keep := map[string]bool{}
+	for _, key := range v1.WellKnownLabels {
+		keep[key] = true
+	}
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		keep[r.Key] = true
+	}
+	return slices.DeleteFunc(reqs.ToNodeSelector(), func(r v1.NodeSelectorRequirementWithMinValues) bool {
+		return !keep[r.Key] && r.Operator == v1.NodeSelectorOpIn && len(r.Values) > 1 && r.MinValues == nil
+	})
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,13 +1,17 @@
 package provisioning
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -53,5 +57,64 @@ func TestTriggerForSignalsNewPodsOnly(t *testing.T) {
 	p.TriggerFor("a")
 	if !signalled() {
 		t.Error("a pod did not signal in the next batch")
+	}
+}
+
+// A claim records the instance-type options, the well-known keys and the keys its
+// NodePool constrains, but not the lists of families, sizes and processor counts
+// the options imply; the types those requirements allow are still exactly the
+// options, so a launch picks from the same list.
+func TestNodeClaimRequirementsLeaveOutWhatTheOptionsImply(t *testing.T) {
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: "karpenter.k8s.aws/instance-category", Operator: v1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
+		{Key: "karpenter.k8s.aws/instance-generation", Operator: v1.NodeSelectorOpGt, Values: []string{"5"}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("4Gi")}}}}}}
+	plan, err := scheduling.Solve(&scheduling.Input{Pods: []*corev1.Pod{pod},
+		NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: types}}}, scheduling.Options{})
+	if err != nil || len(plan.NewNodes) != 1 {
+		t.Fatalf("plan: %v, %d new nodes", err, len(plan.NewNodes))
+	}
+	planned := plan.NewNodes[0]
+	nc := NodeClaim(pool, planned)
+	keys := map[string]bool{}
+	for _, r := range nc.Spec.Requirements {
+		keys[r.Key] = true
+	}
+	for _, key := range []string{v1.LabelInstanceType, v1.CapacityTypeLabelKey, v1.LabelArch, v1.NodePoolLabelKey,
+		"karpenter.k8s.aws/instance-category", "karpenter.k8s.aws/instance-generation"} {
+		if !keys[key] {
+			t.Errorf("the claim has no requirement on %s: %v", key, nc.Spec.Requirements)
+		}
+	}
+	for _, key := range []string{"karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-size"} {
+		if !keys[key] {
+			continue
+		}
+		t.Errorf("the claim lists %s, which its options imply", key)
+	}
+	reqs, err := scheduling.FromNodePool(nc.Spec.Requirements, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allowed, options []string
+	for _, it := range types {
+		if _, ok := reqs.Intersects(it.Requirements); ok {
+			allowed = append(allowed, it.Name)
+		}
+	}
+	for _, it := range planned.InstanceTypes {
+		options = append(options, it.Name)
+	}
+	slices.Sort(allowed)
+	slices.Sort(options)
+	if !slices.Equal(allowed, options) {
+		t.Errorf("the claim allows %d types %v, the plan offered %d %v", len(allowed), allowed, len(options), options)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -34,6 +35,7 @@ import (
 	"github.com/nodetailor/tailor/pkg/controllers/nodepool"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
 	"github.com/nodetailor/tailor/pkg/controllers/termination"
+	"github.com/nodetailor/tailor/pkg/events"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -61,6 +63,10 @@ type Options struct {
 	Disruption disruptionctl.Options
 	// InterruptionInterval is how often the provider's interruption notices are read.
 	InterruptionInterval time.Duration
+	// KubeClientQPS and KubeClientBurst bound the controller's API requests per
+	// second, per kind (client-go's token bucket).
+	KubeClientQPS   float32
+	KubeClientBurst int
 }
 
 // DefaultOptions are the flags' defaults.
@@ -68,7 +74,8 @@ func DefaultOptions() Options {
 	return Options{CloudProvider: "sim", BatchIdle: time.Second, BatchMax: 10 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElection: true, LeaderElectionNamespace: "kube-system",
 		UnavailableOfferingsTTL: 3 * time.Minute, GCInterval: 30 * time.Second,
-		Disruption: disruptionctl.DefaultOptions(), InterruptionInterval: 2 * time.Second}
+		Disruption: disruptionctl.DefaultOptions(), InterruptionInterval: 2 * time.Second,
+		KubeClientQPS: 200, KubeClientBurst: 400}
 }
 
 // Scheme knows the kinds Tailor reads and writes.
@@ -82,6 +89,10 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
+// PodEventsPerSecond paces the provisioner's pod events: half the event client's
+// request budget, so other components' events still get through.
+const PodEventsPerSecond = 100
+
 // Run starts the controller and blocks until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if opts.CloudProvider != "sim" {
@@ -94,7 +105,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// A node's life takes several writes; the client's default 20 QPS would make
 	// registration, not planning, the bottleneck at a few hundred nodes.
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 200, 400
+	cfg.QPS, cfg.Burst = opts.KubeClientQPS, opts.KubeClientBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   cacheOptions(),
@@ -155,10 +166,16 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	} else if store, ok := informer.(interface{ GetStore() toolscache.Store }); ok {
 		cluster.WithPodStore(store.GetStore())
 	}
-	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, recorder, clk,
+	// The provisioner records an event per pod it plans for, a thousand at once in a
+	// large batch: they go out at a steady pace (see package events).
+	podEvents := events.NewPaced(recorder, PodEventsPerSecond, 2*PodEventsPerSecond, 50_000)
+	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, podEvents, clk,
 		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax})
 
 	// Every controller, in one explicit list.
+	if err := mgr.Add(manager.RunnableFunc(podEvents.Run)); err != nil {
+		return err
+	}
 	if err := mgr.Add(provisioner); err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package scale
 
 import (
 	"cmp"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // counters maps "name{label=value,...}" (only the labels a reading asks for) to
@@ -135,4 +139,30 @@ func logRequests(t *testing.T, before, after counters) {
 	}
 	slices.Sort(attempts)
 	t.Logf("  kube-scheduler attempts: %s", strings.Join(attempts, ", "))
+}
+
+// logEvents logs the Events recorded so far by component and reason, the most
+// frequent first: each is an API request, and at this scale there are thousands.
+func logEvents(t *testing.T, ctx context.Context, kube client.Client) {
+	t.Helper()
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events); err != nil {
+		t.Logf("events: %v", err)
+		return
+	}
+	counts := map[string]int{}
+	for _, e := range events.Items {
+		source := e.Source.Component
+		if source == "" {
+			source = e.ReportingController
+		}
+		counts[source+" "+e.Reason]++
+	}
+	keys := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
+	var out []string
+	for _, k := range keys[:min(len(keys), 8)] {
+		out = append(out, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	t.Logf("  events: %d objects; %s", len(events.Items), strings.Join(out, ", "))
 }

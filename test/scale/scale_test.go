@@ -84,8 +84,11 @@ func TestScale(t *testing.T) {
 	}
 	logFile, _ := os.Create(logPath)
 	// TAILOR_SCALE_PPROF=127.0.0.1:6060 serves the controller's pprof there.
-	ctrl := exec.Command(tailor, "controller", "--kubeconfig", cluster.Kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--pprof-bind-address", os.Getenv("TAILOR_SCALE_PPROF"))
+	// TAILOR_SCALE_ARGS adds controller flags, space-separated.
+	args := append([]string{"controller", "--kubeconfig", cluster.Kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--pprof-bind-address", os.Getenv("TAILOR_SCALE_PPROF")},
+		strings.Fields(os.Getenv("TAILOR_SCALE_ARGS"))...)
+	ctrl := exec.Command(tailor, args...)
 	ctrl.Stdout, ctrl.Stderr = logFile, logFile
 	// TAILOR_SCALE_GOGC sets the controller's GOGC alone (the control plane keeps its own).
 	if v := os.Getenv("TAILOR_SCALE_GOGC"); v != "" {
@@ -134,6 +137,11 @@ func TestScale(t *testing.T) {
 	logCPU(t, cpuBefore, cpuGrown)
 	metricsGrown := read()
 	logRequests(t, metricsBefore, metricsGrown)
+	logEvents(t, ctx, direct)
+	// TAILOR_SCALE_FIRST=1 stops after the first 1,000 pods (a quicker comparison).
+	if os.Getenv("TAILOR_SCALE_FIRST") != "" {
+		return
+	}
 
 	// Grow to 5,000 pods on about 500 nodes, the shape the target names: 4,000 pods of
 	// 600m on 8-vCPU types (13 to a node) beside the first 180 or so.

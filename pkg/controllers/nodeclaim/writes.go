@@ -70,3 +70,16 @@ func (w *Writes[T]) Fresh(cached T) T {
 	}
 	return p.obj.DeepCopyObject().(T)
 }
+
+// Find returns the name of an object whose last write, not yet delivered by the
+// informer, matches; "" when none does.
+func (w *Writes[T]) Find(match func(T) bool) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, p := range w.pending {
+		if w.clock.Since(p.at) <= w.expiry && match(p.obj) {
+			return name
+		}
+	}
+	return ""
+}

@@ -65,6 +65,8 @@ type lapses struct {
 	ClaimGone, Grace, RoomTaken int
 }
 
+func (l lapses) any() bool { return l.ClaimGone+l.Grace+l.RoomTaken > 0 }
+
 func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, now time.Time, lapsed *lapses) bool {
 	nom, ok := n[pod.UID]
 	if !ok {

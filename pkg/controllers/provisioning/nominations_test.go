@@ -233,3 +233,56 @@ func TestReservedRoomIsNotHandedOutTwice(t *testing.T) {
 		t.Errorf("want one new node for pod b, got %+v", plan.NewNodes)
 	}
 }
+
+// The kube-scheduler put c (planned for claim y) on claim x's node, where it took
+// the room of a and b. Planning a and b alone into the room left needs a new node;
+// planning a, b and d afresh fits all three into the same two nodes, and is kept.
+func TestPlanPodsRepacksDisplacedPods(t *testing.T) {
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pools := []*scheduling.NodePool{{NodePool: pool, InstanceTypes: schedtest.SyntheticTypes(20)}}
+	c := pod("c", "1500m")
+	claims := []*v1.NodeClaim{
+		claim("x", "2", registered("sim:///z/i-x", "i-x"), initialized(t0)),
+		claim("y", "2", registered("sim:///z/i-y", "i-y"), initialized(t0)),
+	}
+	a, b, d := pod("a", "1"), pod("b", "1"), pod("d", "500m")
+	snapshot := func() (*scheduling.Input, *scheduling.Input, lapses) {
+		in := input(claims, []*scheduling.Node{node("i-x", "sim:///z/i-x", "2", c), node("i-y", "sim:///z/i-y", "2")}, a, b, d)
+		in.NodePools = pools
+		fresh := *in
+		fresh.Nodes = cloneNodes(in.Nodes)
+		n := nominations{}
+		n.nominate(a, "x", t0)
+		n.nominate(b, "x", t0)
+		n.nominate(d, "y", t0)
+		var lapsed lapses
+		in.Pods, lapsed = n.reserve(in, claims, t0.Add(time.Second))
+		return in, &fresh, lapsed
+	}
+	pinned, fresh, lapsed := snapshot()
+	if lapsed.RoomTaken != 2 {
+		t.Fatalf("lapsed %+v, want a and b's room taken", lapsed)
+	}
+	in, plan, repacked, err := planPods(pinned, fresh, lapsed.any())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !repacked || in != fresh || len(plan.NewNodes) != 0 || len(plan.Bindings) != 3 {
+		t.Errorf("repacked %v, %d new nodes, %d bindings; want all three pods repacked onto the two nodes", repacked, len(plan.NewNodes), len(plan.Bindings))
+	}
+	// The pinned plan alone needs a node: that is what repacking saves.
+	pinned, fresh, lapsed = snapshot()
+	if _, plan, _, _ := planPods(pinned, fresh, false); len(plan.NewNodes) == 0 {
+		t.Error("the displaced pods fit without repacking; the case shows nothing")
+	}
+	// With no lapse, the pinned plan is kept without a second solve.
+	if in, _, repacked, _ := planPods(pinned, fresh, false); repacked || in != pinned {
+		t.Error("repacked without a lapse")
+	}
+	// The clones are the fresh input's own: reserving did not add the waiting pods to them.
+	for _, n := range fresh.Nodes {
+		if n.Node.Name == "i-y" && len(n.Pods) != 0 {
+			t.Errorf("the fresh copy of i-y holds %v", names(n.Pods))
+		}
+	}
+}

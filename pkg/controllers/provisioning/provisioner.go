@@ -47,9 +47,13 @@ type Provisioner struct {
 	clock    clock.Clock
 	opts     Options
 	trigger  chan struct{}
-	// batched holds the pods that triggered the open batch (see TriggerFor).
+	// wake opens a batch without holding it open (see TriggerFor).
+	wake chan struct{}
+	// batched holds the pods that triggered the open batch; waiting, the pods the
+	// last batch left waiting for a claim (see TriggerFor).
 	batchMu sync.Mutex
 	batched map[types.UID]bool
+	waiting map[types.UID]bool
 	// nominated remembers the claim holding the room for each pending pod; only
 	// the provisioning loop touches it.
 	nominated nominations
@@ -60,24 +64,36 @@ type Provisioner struct {
 // NewProvisioner returns a provisioner; Start runs it.
 func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{kube: kube, cluster: cluster, types: instanceTypes, recorder: recorder, clock: clk, opts: opts,
-		trigger: make(chan struct{}, 1), batched: map[types.UID]bool{}, nominated: nominations{}}
+		trigger: make(chan struct{}, 1), wake: make(chan struct{}, 1), batched: map[types.UID]bool{}, waiting: map[types.UID]bool{},
+		nominated: nominations{}}
 }
 
 // Trigger says pods may need nodes (a claim went away, a node is going); it never
 // blocks.
 func (p *Provisioner) Trigger() { p.TriggerFor("") }
 
-// TriggerFor says the pod uid may need a node; it never blocks. A pod the open
-// batch already has does not hold the batch open longer: the kube-scheduler
+// TriggerFor says the pod uid may need a node; it never blocks. The kube-scheduler
 // rewrites a pending pod's status each time it retries it, as nodes appear, and
-// those writes alone would keep every window open to its maximum.
+// those writes alone would keep every window open to its maximum. So a pod the
+// open batch already has does not hold the batch open longer, and neither does a
+// pod waiting for its claim: that one only opens a batch, in which its nomination
+// is looked at again (its room may have been taken). Only new pods hold a window
+// open, so pods whose room was taken are planned for within a second or so of
+// the kube-scheduler's verdict, not up to BatchMax later.
 func (p *Provisioner) TriggerFor(uid types.UID) {
 	if uid != "" {
 		p.batchMu.Lock()
-		seen := p.batched[uid]
+		seen, waiting := p.batched[uid], p.waiting[uid]
 		p.batched[uid] = true
 		p.batchMu.Unlock()
 		if seen {
+			return
+		}
+		if waiting {
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
 			return
 		}
 	}
@@ -95,6 +111,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-p.trigger:
+		case <-p.wake:
 		case <-recheck:
 		}
 		recheck = nil
@@ -109,6 +126,12 @@ func (p *Provisioner) Start(ctx context.Context) error {
 			recheck = p.clock.After(time.Second)
 			continue
 		}
+		p.batchMu.Lock()
+		clear(p.waiting)
+		for uid := range p.nominated {
+			p.waiting[uid] = true
+		}
+		p.batchMu.Unlock()
 		// Pods waiting on their claims change nothing when a nomination lapses, so
 		// nothing would wake us: look again while any wait.
 		if len(p.nominated) > 0 {
@@ -152,13 +175,17 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		return err
 	}
 	pending := len(snap.Input.Pods)
+	// fresh is the cluster before the waiting pods take their room (reserve adds
+	// them to the snapshot's nodes).
+	fresh := *snap.Input
+	fresh.Nodes = cloneNodes(snap.Input.Nodes)
 	var lapsed lapses
 	snap.Input.Pods, lapsed = p.nominated.reserve(snap.Input, snap.Claims, p.clock.Now())
 	if len(snap.Input.Pods) == 0 {
 		return nil
 	}
 	start := p.clock.Now()
-	plan, err := scheduling.Solve(snap.Input, scheduling.Options{})
+	in, plan, repacked, err := planPods(snap.Input, &fresh, lapsed.any())
 	if err != nil {
 		return err
 	}
@@ -168,8 +195,12 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	for _, np := range snap.NodePools {
 		pools[np.Name] = np
 	}
+	if repacked {
+		// Every pending pod was planned again: the old nominations are void.
+		clear(p.nominated)
+	}
 	// Pods placed in room a claim holds wait for that claim, like those of new claims.
-	claimOf := claimOfNode(claimNodes(snap.Input, snap.Claims))
+	claimOf := claimOfNode(claimNodes(in, snap.Claims))
 	for _, b := range plan.Bindings {
 		if claim, ok := claimOf[b.Node]; ok {
 			p.nominated.nominate(b.Pod, claim, solved)
@@ -191,9 +222,10 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	created = slices.DeleteFunc(created, func(nc *v1.NodeClaim) bool { return nc == nil })
 	if len(created) > 0 {
-		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", len(snap.Input.Pods)-len(plan.Unschedulable),
-			"waiting", pending-len(snap.Input.Pods), "unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost(),
-			"onExistingNodes", len(plan.Bindings), "lapsedGrace", lapsed.Grace, "lapsedRoomTaken", lapsed.RoomTaken, "lapsedClaimGone", lapsed.ClaimGone,
+		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", len(in.Pods)-len(plan.Unschedulable),
+			"waiting", pending-len(in.Pods), "unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost(),
+			"onExistingNodes", len(plan.Bindings), "repacked", repacked,
+			"lapsedGrace", lapsed.Grace, "lapsedRoomTaken", lapsed.RoomTaken, "lapsedClaimGone", lapsed.ClaimGone,
 			"snapshotSeconds", start.Sub(began).Seconds(), "solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds(),
 			"batchSeconds", p.batchClosed.Sub(p.batchOpened).Seconds(), "secondsAfterBatch", p.clock.Since(p.batchClosed).Seconds())
 	}
@@ -201,6 +233,39 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		return err
 	}
 	return p.waitForCache(ctx, created)
+}
+
+// planPods plans for the pods still to place (pinned: the waiting pods hold their
+// room). When nominations lapsed and that plan needs new nodes, it also plans
+// every pending pod afresh over all the room (fresh), and keeps that plan if it
+// costs less; it returns the input of the plan it kept.
+//
+// Nominations lapse mostly because the kube-scheduler spreads pods over the nodes
+// up first, not as planned: each pod it moves takes a planned pod's room and leaves
+// its own, of another size, elsewhere. Planning only the displaced pods into the
+// room left over finds it in pieces; planning all waiting pods again can fit the
+// same pods into the same room without new nodes.
+func planPods(pinned, fresh *scheduling.Input, lapsed bool) (*scheduling.Input, *scheduling.Plan, bool, error) {
+	plan, err := scheduling.Solve(pinned, scheduling.Options{})
+	if err != nil || !lapsed || len(plan.NewNodes) == 0 {
+		return pinned, plan, false, err
+	}
+	repack, err := scheduling.Solve(fresh, scheduling.Options{})
+	if err != nil || len(repack.Unschedulable) > len(plan.Unschedulable) || repack.Cost() >= plan.Cost() {
+		return pinned, plan, false, nil
+	}
+	return fresh, repack, true, nil
+}
+
+// cloneNodes copies the nodes and their pod lists, not the objects in them.
+func cloneNodes(nodes []*scheduling.Node) []*scheduling.Node {
+	out := make([]*scheduling.Node, len(nodes))
+	for i, n := range nodes {
+		c := *n
+		c.Pods = slices.Clone(n.Pods)
+		out[i] = &c
+	}
+	return out
 }
 
 // create makes the NodeClaims of the new nodes several at a time (one at a time,

@@ -118,3 +118,27 @@ func TestNodeClaimRequirementsLeaveOutWhatTheOptionsImply(t *testing.T) {
 		t.Errorf("the claim allows %d types %v, the plan offered %d %v", len(allowed), allowed, len(options), options)
 	}
 }
+
+// A pod waiting for its claim opens a batch but does not hold one open: only new
+// pods do.
+func TestTriggerForAWaitingPodOnlyWakes(t *testing.T) {
+	p := NewProvisioner(nil, nil, nil, nil, clocktesting.NewFakeClock(time.Now()), Options{})
+	p.waiting["w"] = true
+	p.TriggerFor("w")
+	select {
+	case <-p.trigger:
+		t.Error("a waiting pod triggered as a new one, holding the window open")
+	default:
+	}
+	select {
+	case <-p.wake:
+	default:
+		t.Error("a waiting pod did not open a batch")
+	}
+	p.TriggerFor("n")
+	select {
+	case <-p.trigger:
+	default:
+		t.Error("a new pod did not trigger")
+	}
+}

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -81,12 +82,31 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 		return err
 	}
 	// Each claim waits on the cloud and on a few writes; hundreds launch at once
-	// after a large batch, and ten at a time would queue them for seconds.
+	// after a large batch, and a hundred at a time queued the registrations of the
+	// first nodes up behind the launches of the last (seconds, in the scale test).
 	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
 		WithOptions(controller.Options{MaxConcurrentReconciles: Concurrency}).
 		For(&v1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.ClaimsOfNode(c.kube))).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfNode)).
 		Complete(c)
+}
+
+// claimsOfNode maps a Node to its claim through the cache's provider ID index, or,
+// while the cache has not delivered the claim's launch yet, through that write.
+// With no registration delay the Node can appear before the launch is cached; its
+// claim would then wait for the Node's next change to register it.
+func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	if reqs := nodeclaim.ClaimsOfNode(c.kube)(ctx, o); len(reqs) > 0 {
+		return reqs
+	}
+	id := o.(*corev1.Node).Spec.ProviderID
+	if id == "" {
+		return nil
+	}
+	if name := c.writes.Find(func(nc *v1.NodeClaim) bool { return nc.Status.ProviderID == id }); name != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+	}
+	return nil
 }
 
 // Reconcile moves one claim along its lifecycle.
@@ -103,8 +123,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return res, err
 }
 
-// Concurrency is how many claims the controller moves along at once.
-const Concurrency = 100
+// Concurrency is how many claims the controller moves along at once: a reconcile
+// mostly waits on the cloud and the API server.
+const Concurrency = 1000
 
 // ConflictRetry is how soon a claim that changed under a write is looked at again.
 const ConflictRetry = 200 * time.Millisecond
@@ -157,8 +178,9 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, "InsufficientCapacity", "No capacity for any allowed offering; deleting the NodeClaim so the pods are planned again: %v", err)
 		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
 	case cloudprovider.IsNodeClassNotReady(err):
+		status := client.MergeFrom(nc.DeepCopy())
 		c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionFalse, "NodeClassNotReady", err.Error())
-		if uerr := c.updateStatus(ctx, nc); uerr != nil {
+		if uerr := c.patchStatus(ctx, nc, status); uerr != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(uerr)
 		}
 		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
@@ -173,12 +195,13 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	if err := c.patch(ctx, nc, labels); err != nil {
 		return reconcile.Result{}, fmt.Errorf("labelling nodeclaim %s: %w", nc.Name, err)
 	}
+	status := client.MergeFrom(nc.DeepCopy())
 	nc.Status.ProviderID = launched.Status.ProviderID
 	nc.Status.ImageID = launched.Status.ImageID
 	nc.Status.Capacity = launched.Status.Capacity
 	nc.Status.Allocatable = launched.Status.Allocatable
 	c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
-	if err := c.updateStatus(ctx, nc); err != nil {
+	if err := c.patchStatus(ctx, nc, status); err != nil {
 		// The instance exists; garbage collection reclaims it if this claim is lost.
 		return reconcile.Result{}, fmt.Errorf("recording the launch of nodeclaim %s: %w", nc.Name, err)
 	}
@@ -226,13 +249,18 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev
 	if why == "" {
 		metav1.SetMetaDataLabel(&node.ObjectMeta, v1.NodeInitializedLabelKey, "true")
 	}
-	if err := c.kube.Patch(ctx, node, patch); err != nil {
-		return fmt.Errorf("registering node %s: %w", node.Name, err)
+	// A claim whose status write failed comes back with its Node registered already:
+	// patch the Node only with news.
+	if data, err := patch.Data(node); err != nil || string(data) != "{}" {
+		if err := c.kube.Patch(ctx, node, patch); err != nil {
+			return fmt.Errorf("registering node %s: %w", node.Name, err)
+		}
 	}
+	status := client.MergeFrom(nc.DeepCopy())
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
 	c.setInitialized(nc, why)
-	if err := c.updateStatus(ctx, nc); err != nil {
+	if err := c.patchStatus(ctx, nc, status); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
@@ -254,10 +282,11 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 		}
 	}
 	// Every heartbeat of the node lands here: write only news.
+	status := client.MergeFrom(nc.DeepCopy())
 	if !c.setInitialized(nc, why) {
 		return nil
 	}
-	return client.IgnoreNotFound(c.updateStatus(ctx, nc))
+	return client.IgnoreNotFound(c.patchStatus(ctx, nc, status))
 }
 
 // setInitialized sets Initialized (and Ready) from why the node is not initialized
@@ -299,7 +328,10 @@ func notInitialized(nc *v1.NodeClaim, node *corev1.Node) string {
 	return ""
 }
 
-// patch and updateStatus write the claim and remember the version written.
+// patch and patchStatus write the claim and remember the version written. Status
+// is patched, not updated: this controller alone writes the claim's conditions, and
+// the pods' last event time (written by podevents as pods bind, at the same moment
+// as registration) must not turn each registration into a conflict and a retry.
 func (c *Controller) patch(ctx context.Context, nc *v1.NodeClaim, patch client.Patch) error {
 	if err := c.kube.Patch(ctx, nc, patch); err != nil {
 		return err
@@ -308,8 +340,8 @@ func (c *Controller) patch(ctx context.Context, nc *v1.NodeClaim, patch client.P
 	return nil
 }
 
-func (c *Controller) updateStatus(ctx context.Context, nc *v1.NodeClaim) error {
-	if err := c.kube.Status().Update(ctx, nc); err != nil {
+func (c *Controller) patchStatus(ctx context.Context, nc *v1.NodeClaim, patch client.Patch) error {
+	if err := c.kube.Status().Patch(ctx, nc, patch); err != nil {
 		return err
 	}
 	c.writes.Wrote(nc)

@@ -1,14 +1,21 @@
 package lifecycle
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/kubescheme"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
 // A node's heartbeats reconcile its claim again and again; only a change of the
@@ -54,5 +61,47 @@ func TestNotInitialized(t *testing.T) {
 		if got := notInitialized(nc, &tt.node); got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A Node that appears before the cache has its claim's launch still wakes that
+// claim: the launch write, which carries the provider ID, maps the Node to it.
+func TestNodeMapsToAClaimWhoseLaunchIsNotCachedYet(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "1"}}
+	other := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b", ResourceVersion: "1"}, Status: v1.NodeClaimStatus{ProviderID: "sim:///b"}}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached, other).
+		WithIndex(&v1.NodeClaim{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
+			return []string{o.(*v1.NodeClaim).Status.ProviderID}
+		}).Build()
+	c := NewController(kube, nil, nil, nil, clocktesting.NewFakeClock(time.Now()))
+	node := func(id string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: id}, Spec: corev1.NodeSpec{ProviderID: id}}
+	}
+	names := func(reqs []reconcile.Request) []string {
+		var out []string
+		for _, r := range reqs {
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	ctx := t.Context()
+	if got := names(c.claimsOfNode(ctx, node("sim:///a"))); len(got) != 0 {
+		t.Fatalf("a node mapped to %v before any launch", got)
+	}
+	launched := cached.DeepCopy()
+	launched.ResourceVersion, launched.Status.ProviderID = "2", "sim:///a"
+	c.writes.Wrote(launched)
+	if got := names(c.claimsOfNode(ctx, node("sim:///a"))); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("the node of a launch not cached yet mapped to %v, want [a]", got)
+	}
+	if got := names(c.claimsOfNode(ctx, node("sim:///b"))); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("a cached claim's node mapped to %v, want [b]", got)
+	}
+	if got := names(c.claimsOfNode(ctx, node("sim:///c"))); len(got) != 0 {
+		t.Errorf("a stranger's node mapped to %v", got)
 	}
 }

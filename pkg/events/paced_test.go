@@ -1,0 +1,63 @@
+package events
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+)
+
+func pod(i int) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("p", i), Namespace: "default"}}
+}
+
+// Events pass on in order; those beyond the backlog are dropped, not blocked on.
+func TestPacedPassesEventsInOrderAndDropsBeyondTheBacklog(t *testing.T) {
+	inner := record.NewFakeRecorder(100)
+	p := NewPaced(inner, 1000, 10, 5)
+	for i := range 8 {
+		p.Eventf(pod(i), corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/c%d", i)
+	}
+	if got := p.Pending(); got != 5 {
+		t.Fatalf("%d events wait, want the backlog of 5", got)
+	}
+	go func() { _ = p.Run(t.Context()) }()
+	for i := range 5 {
+		select {
+		case e := <-inner.Events:
+			if want := fmt.Sprintf("Normal Nominated Pod should schedule on: nodeclaim/c%d", i); e != want {
+				t.Errorf("event %d: %q, want %q", i, e, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d never came", i)
+		}
+	}
+	select {
+	case e := <-inner.Events:
+		t.Errorf("an event beyond the backlog came: %q", e)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// At one event a second after a burst of two, five events leave three waiting.
+func TestPacedHoldsEventsBeyondTheRate(t *testing.T) {
+	inner := record.NewFakeRecorder(100)
+	p := NewPaced(inner, 1, 2, 100)
+	go func() { _ = p.Run(t.Context()) }()
+	for i := range 5 {
+		p.Event(pod(i), corev1.EventTypeNormal, "Nominated", "x")
+	}
+	for range 2 {
+		select {
+		case <-inner.Events:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the burst did not pass")
+		}
+	}
+	if got := p.Pending(); got < 2 {
+		t.Errorf("%d events wait beyond the burst, want at least 2 (one a second)", got)
+	}
+}

@@ -35,9 +35,8 @@ type nominations map[k8stypes.UID]nomination
 
 // reserve puts each waiting pod on its claim's node in in.Nodes and returns the
 // pending pods still to plan for. A nomination lapses when its claim is gone or
-// going, when the pod is no longer pending, once the claim's Node registered, when
-// the pod no longer fits beside the pods bound there, and once the Node is up
-// (initialized), when NominationGrace passed.
+// going, when the pod is no longer pending, and once the claim's node is up, when
+// the pod no longer fits beside the pods bound there or NominationGrace passed.
 func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now time.Time) ([]*corev1.Pod, lapses) {
 	nodes := claimNodes(in, claims)
 	byName := map[string]*v1.NodeClaim{}
@@ -79,17 +78,15 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 		lapsed.ClaimGone++
 		return false
 	}
-	// Pods bound to the claim's Node are facts from the moment it registers (before
-	// it is initialized: kwok, or a kubelet, may report it ready seconds later).
-	if !node.Launching && !fits(node, pod) {
-		delete(n, pod.UID)
-		lapsed.RoomTaken++
-		return false
-	}
 	if up := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); up != nil && up.Status == metav1.ConditionTrue {
 		since := nom.at
 		if up.LastTransitionTime.After(since) {
 			since = up.LastTransitionTime.Time
+		}
+		if !fits(node, pod) {
+			delete(n, pod.UID)
+			lapsed.RoomTaken++
+			return false
 		}
 		if now.Sub(since) > NominationGrace {
 			delete(n, pod.UID)

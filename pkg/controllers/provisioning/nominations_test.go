@@ -146,14 +146,6 @@ func TestReserve(t *testing.T) {
 		plan: []string{"a", "b"},
 		on:   map[string][]string{"c1": {"x"}},
 	}, {
-		name:   "the node registered, not yet initialized, and someone took the room: the pod is planned for at once",
-		claims: []*v1.NodeClaim{claim("c1", "2", registered("sim:///z/i-1", "i-1"))},
-		nodes:  []*scheduling.Node{node("i-1", "sim:///z/i-1", "2", pod("x", "1500m"))},
-		noms:   map[string]string{"a": "c1"},
-		at:     t0,
-		plan:   []string{"a", "b"},
-		on:     map[string][]string{"c1": {"x"}},
-	}, {
 		name:   "the node has been up longer than the grace",
 		claims: []*v1.NodeClaim{claim("c1", "2", registered("sim:///z/i-1", "i-1"), initialized(t0.Add(-time.Minute)))},
 		nodes:  []*scheduling.Node{node("i-1", "sim:///z/i-1", "2")},

@@ -34,7 +34,7 @@ func parseController(args []string, stderr io.Writer) (operator.Options, error) 
 	fs.DurationVar(&opts.Disruption.ReplacementTimeout, "replacement-timeout", opts.Disruption.ReplacementTimeout, "how long replacements may take to initialize before a disruption is rolled back")
 	fs.Float64Var(&opts.Disruption.MinSavings, "consolidation-min-savings", opts.Disruption.MinSavings, "fraction of the current price a consolidation replacement must save (deleting a node always may)")
 	fs.DurationVar(&opts.InterruptionInterval, "interruption-interval", opts.InterruptionInterval, "how often the cloud provider's interruption notices are read")
-	fs.Func("kube-client-qps", "API requests per second the controller may make, per kind (default 200)", func(v string) error {
+	fs.Func("kube-client-qps", fmt.Sprintf("API requests per second the controller may make, per kind (default %v)", opts.KubeClientQPS), func(v string) error {
 		q, err := strconv.ParseFloat(v, 32)
 		if err != nil || q <= 0 {
 			return fmt.Errorf("want a positive number, got %q", v)

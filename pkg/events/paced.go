@@ -102,8 +102,8 @@ func (p *Paced) Run(ctx context.Context) error {
 	}
 }
 
-// Pending is how many events wait to be passed on.
-func (p *Paced) Pending() int {
+// pending is how many events wait to be passed on.
+func (p *Paced) pending() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.queue)

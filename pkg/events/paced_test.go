@@ -21,7 +21,7 @@ func TestPacedPassesEventsInOrderAndDropsBeyondTheBacklog(t *testing.T) {
 	for i := range 8 {
 		p.Eventf(pod(i), corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/c%d", i)
 	}
-	if got := p.Pending(); got != 5 {
+	if got := p.pending(); got != 5 {
 		t.Fatalf("%d events wait, want the backlog of 5", got)
 	}
 	go func() { _ = p.Run(t.Context()) }()
@@ -57,7 +57,7 @@ func TestPacedHoldsEventsBeyondTheRate(t *testing.T) {
 			t.Fatal("the burst did not pass")
 		}
 	}
-	if got := p.Pending(); got < 2 {
+	if got := p.pending(); got < 2 {
 		t.Errorf("%d events wait beyond the burst, want at least 2 (one a second)", got)
 	}
 }

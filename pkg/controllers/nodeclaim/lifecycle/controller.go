@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -108,29 +107,14 @@ func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconc
 	return nil
 }
 
-// Reconcile moves one claim along its lifecycle.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	res, err := c.reconcile(ctx, req)
-	if apierrors.IsConflict(err) {
-		// Others write claims too (their pods' last event times, disruption): this
-		// one changed since we read it. Look again from the cache once it has caught
-		// up, without counting it an error: hundreds of those at once would use up
-		// the retry rate limit and hold back every registration behind them.
-		c.writes.Forget(req.Name)
-		return reconcile.Result{RequeueAfter: ConflictRetry}, nil
-	}
-	return res, err
-}
-
 // Concurrency is how many claims the controller moves along at once: a reconcile
 // mostly waits on the cloud and the API server. A thousand did no better in the
 // scale test (the API server, not the workers, sets the pace) and held more memory.
 const Concurrency = 100
 
-// ConflictRetry is how soon a claim that changed under a write is looked at again.
-const ConflictRetry = 200 * time.Millisecond
-
-func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+// Reconcile moves one claim along its lifecycle. Its writes are merge patches
+// without a resource version (see patch), so they do not conflict with others'.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nc := &v1.NodeClaim{}
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -112,13 +113,47 @@ func (r *Registrar) node(ctx context.Context, inst *v1alpha1.SimInstance) *corev
 		node.Labels[k] = v
 	}
 	node.Labels[corev1.LabelHostname] = inst.Name
+	// A kubelet still sets the beta os and arch labels; without them the node
+	// lifecycle controller patches them in, a write per node.
+	node.Labels["beta.kubernetes.io/os"] = node.Labels[corev1.LabelOSStable]
+	node.Labels["beta.kubernetes.io/arch"] = node.Labels[corev1.LabelArchStable]
 	if it != nil {
 		node.Status.Capacity = it.Capacity.DeepCopy()
 		node.Status.Allocatable = it.Allocatable()
 	}
 	node.Status.NodeInfo.Architecture = node.Labels[corev1.LabelArchStable]
 	node.Status.NodeInfo.OperatingSystem = node.Labels[corev1.LabelOSStable]
+	r.posted(node, inst)
 	return node
+}
+
+// posted fills in the status a kubelet sends with its registration (it registers
+// with its conditions already set): a booted instance's kubelet is ready at once.
+// Registered NotReady, the Node would wait for the node lifecycle controller to
+// add and then remove node.kubernetes.io/not-ready, two writes and seconds per
+// node in a burst.
+func (r *Registrar) posted(node *corev1.Node, inst *v1alpha1.SimInstance) {
+	now := metav1.NewTime(r.clock.Now())
+	condition := func(kind corev1.NodeConditionType, status corev1.ConditionStatus, reason, message string) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: kind, Status: status, Reason: reason, Message: message, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	node.Status.Conditions = []corev1.NodeCondition{
+		condition(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+		condition(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+		condition(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+		condition(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+	}
+	// kwok keeps a Running node's heartbeat.
+	node.Status.Phase = corev1.NodeRunning
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: privateIP(inst.Name)}, {Type: corev1.NodeHostName, Address: inst.Name}}
+}
+
+// privateIP makes up an instance's address in 10.0.0.0/8 from its name.
+func privateIP(name string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	v := h.Sum32()
+	return fmt.Sprintf("10.%d.%d.%d", byte(v>>16), byte(v>>8), byte(v)|1)
 }
 
 func (r *Registrar) removeNode(ctx context.Context, instance string) error {

@@ -137,6 +137,16 @@ func TestLaunchRegisterTerminate(t *testing.T) {
 	if !hasTaint(node, v1.UnregisteredNoExecuteTaint.Key) || !hasTaint(node, "dedicated") {
 		t.Errorf("node taints %v, want karpenter.sh/unregistered and the claim's", node.Spec.Taints)
 	}
+	// It registers as a kubelet does, with its status: ready, so the node lifecycle
+	// controller has no not-ready taint to add and remove.
+	ready := false
+	for _, c := range node.Status.Conditions {
+		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+	}
+	if !ready || node.Status.Phase != corev1.NodeRunning || len(node.Status.Addresses) != 2 || node.Labels["beta.kubernetes.io/arch"] != "amd64" {
+		t.Errorf("node status: conditions %v, phase %q, addresses %v; want Ready, Running, an internal IP and a hostname (and the beta arch label)",
+			node.Status.Conditions, node.Status.Phase, node.Status.Addresses)
+	}
 
 	if err := cloud.Delete(ctx, launched); err != nil {
 		t.Fatal(err)

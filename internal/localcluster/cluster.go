@@ -18,6 +18,11 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -207,8 +212,40 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		if err := p.waitReady(ctx, timeout, httpProbe(http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(kwokPort)+"/healthz", "")); err != nil {
 			return nil, err
 		}
+		if err := createControlPlaneNode(ctx, c.Config); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
+}
+
+// ControlPlaneNode names the Node a cluster with kwok starts with, as a kind
+// cluster does: the machine the control plane runs on, tainted so that workloads
+// stay off it. A real cluster has nodes before its autoscaler adds any, and the
+// kube-scheduler treats a cluster with none differently: it cannot say which
+// plugin rejected a pod, so it retries every pending pod on a doubling backoff (up
+// to 10s) instead of waiting for a node that could take it, and pods whose nodes
+// are up wait out that backoff.
+const ControlPlaneNode = "control-plane"
+
+func createControlPlaneNode(ctx context.Context, cfg *rest.Config) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneNode,
+		Annotations: map[string]string{KwokNodeAnnotation: "fake"},
+		Labels: map[string]string{corev1.LabelHostname: ControlPlaneNode, "node-role.kubernetes.io/control-plane": "",
+			corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64", "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}},
+	}
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"),
+		corev1.ResourcePods: resource.MustParse("110")}
+	node.Status.Allocatable = node.Status.Capacity
+	if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the control-plane node: %w", err)
+	}
+	return nil
 }
 
 // PidFile lists, in a detached cluster's directory, "name pid" per component.

@@ -77,6 +77,30 @@ func TestFullControlPlaneRunsPodsOnKwokNodes(t *testing.T) {
 		return true, nil
 	})
 
+	// The cluster starts, as kind's does, with a control-plane node kwok plays,
+	// tainted so the pods stay off it.
+	waitFor(t, "the control-plane node ready", func(ctx context.Context) (bool, error) {
+		cp, err := kube.CoreV1().Nodes().Get(ctx, ControlPlaneNode, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range cp.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return len(cp.Spec.Taints) == 1 && cp.Spec.Taints[0].Key == "node-role.kubernetes.io/control-plane", nil
+			}
+		}
+		return false, nil
+	})
+	pods, err := kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			t.Errorf("pod %s landed on %s", p.Name, p.Spec.NodeName)
+		}
+	}
+
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "kwok-node-1",
 			Annotations: map[string]string{KwokNodeAnnotation: "fake"},

@@ -252,7 +252,9 @@ func lastPodCreated(ctx context.Context, kube client.Client) time.Time {
 // timeline logs when the steps from pending pod to running pod happened, in seconds
 // after since (to the second, as the API server stamps them): the median, the 90th
 // percentile and the last of the NodeClaims created, launched, registered and
-// initialized, the Nodes created and ready, and the pods created, scheduled and ready.
+// initialized, the Nodes created, ready and registered, and the pods created,
+// scheduled and ready; and, for the steps that pace the phase, how many had
+// happened by each second.
 func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.Time) {
 	claims := &v1.NodeClaimList{}
 	nodes := &corev1.NodeList{}
@@ -289,6 +291,13 @@ func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.
 				conditions[string(c.Type)] = c.LastTransitionTime
 			}
 		}
+		// When Tailor last wrote the Node: its registration (the Node's own
+		// record; the claim records it after its launch writes).
+		for _, m := range n.ManagedFields {
+			if m.Manager == "tailor" && m.Operation == metav1.ManagedFieldsOperationUpdate && m.Subresource == "" && m.Time != nil {
+				conditions["registered"] = *m.Time
+			}
+		}
 		object("node", n.CreationTimestamp, conditions)
 	}
 	for _, p := range pods.Items {
@@ -300,7 +309,7 @@ func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.
 		}
 		object("pod", p.CreationTimestamp, conditions)
 	}
-	for _, step := range []string{"pod created", "claim created", "claim launched", "node created", "node ready", "claim registered", "claim initialized", "pod podscheduled", "pod ready"} {
+	for _, step := range []string{"pod created", "claim created", "claim launched", "node created", "node ready", "node registered", "claim registered", "claim initialized", "pod podscheduled", "pod ready"} {
 		times := steps[step]
 		if len(times) == 0 {
 			continue
@@ -308,6 +317,21 @@ func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.
 		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 		at := func(q float64) float64 { return times[int(q*float64(len(times)-1))].Sub(since).Seconds() }
 		t.Logf("  %-18s %5d  first %5.1fs  median %5.1fs  p90 %5.1fs  last %5.1fs", step, len(times), at(0), at(0.5), at(0.9), at(1))
+	}
+	// How many had happened by each second, for the steps that pace the phase.
+	for _, step := range []string{"claim created", "node created", "node registered", "pod podscheduled"} {
+		times := steps[step]
+		var counts []string
+		for s := 6; s <= 44; s += 2 {
+			n := 0
+			for _, at := range times {
+				if at.Sub(since) < time.Duration(s)*time.Second {
+					n++
+				}
+			}
+			counts = append(counts, strconv.Itoa(n))
+		}
+		t.Logf("  by 6,8..44s: %-16s %s", step, strings.Join(counts, " "))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,11 +22,13 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -49,12 +52,20 @@ type Controller struct {
 	// writes keeps the controller from acting on a copy older than its own
 	// last write to a claim.
 	writes *nodeclaim.Writes[*v1.NodeClaim]
+	// launches holds each claim the cloud launched, by provider ID, until its
+	// Node is registered: the Node can be registered from it before the claim's
+	// own writes are done (see RegisterNode).
+	launches *launches
+	// nodes does for the Nodes it registers what writes does for claims: both the
+	// Node and the claim side register, and the second must see the first's write.
+	nodes *nodeclaim.Writes[*corev1.Node]
 }
 
 // NewController returns the controller.
 func NewController(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, clk clock.Clock) *Controller {
 	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk,
-		writes: nodeclaim.NewWrites[*v1.NodeClaim](clk, 5*time.Second)}
+		writes: nodeclaim.NewWrites[*v1.NodeClaim](clk, 5*time.Second), launches: &launches{byID: map[string]*v1.NodeClaim{}},
+		nodes: nodeclaim.NewWrites[*corev1.Node](clk, 5*time.Second)}
 }
 
 // Register adds the controller, and the provider ID indexes it reads by, to mgr.
@@ -75,9 +86,37 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 		DeleteFunc: func(o any) {
 			if nc, ok := o.(*v1.NodeClaim); ok {
 				c.writes.Forget(nc.Name)
+				c.launches.forget(nc.Status.ProviderID)
 			}
 		},
 	}); err != nil {
+		return err
+	}
+	nodes, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return err
+	}
+	if _, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, o any) {
+			if n, ok := o.(*corev1.Node); ok {
+				c.nodes.Observed(n.Name, n.ResourceVersion)
+			}
+		},
+		DeleteFunc: func(o any) {
+			if n, ok := o.(*corev1.Node); ok {
+				c.nodes.Forget(n.Name)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	// A new Node is registered on its own as soon as it appears: its claim may
+	// still be busy writing its launch, and pods wait for the unregistered taint
+	// to go.
+	if err := ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.registration").
+		WithOptions(controller.Options{MaxConcurrentReconciles: RegistrationConcurrency}).
+		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(unregistered))).
+		Complete(reconcile.Func(c.RegisterNode)); err != nil {
 		return err
 	}
 	// Each claim waits on the cloud and on a few writes; hundreds launch at once
@@ -108,9 +147,14 @@ func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconc
 }
 
 // Concurrency is how many claims the controller moves along at once: a reconcile
-// mostly waits on the cloud and the API server. A thousand did no better in the
-// scale test (the API server, not the workers, sets the pace) and held more memory.
-const Concurrency = 100
+// mostly waits on the cloud and the API server. A batch of a thousand pods makes
+// about 180 claims; with 100 workers the second half waited for the first half's
+// launch writes (seconds each under that load) before its instances were even
+// asked for. A thousand workers did no better and held more memory.
+const Concurrency = 200
+
+// RegistrationConcurrency is how many Nodes are registered at once: one write each.
+const RegistrationConcurrency = 100
 
 // Reconcile moves one claim along its lifecycle. Its writes are merge patches
 // without a resource version (see patch), so they do not conflict with others'.
@@ -176,6 +220,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	for k, v := range launched.Labels {
 		metav1.SetMetaDataLabel(&nc.ObjectMeta, k, v)
 	}
+	c.launches.add(launched.Status.ProviderID, nc)
 	if err := c.patch(ctx, nc, labels); err != nil {
 		return reconcile.Result{}, fmt.Errorf("labelling nodeclaim %s: %w", nc.Name, err)
 	}
@@ -207,13 +252,61 @@ func (c *Controller) awaitRegistration(ctx context.Context, nc *v1.NodeClaim) (r
 	return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 }
 
-// register makes the Node the claim's: its labels and taints, the termination
-// finalizer, and the unregistered taint removed so pods may land. It records
-// initialization in the same writes: a node is often ready by then.
+// register records the claim's Node, registering it first if the Node side has
+// not (see RegisterNode), and initialization in the same write: a node is often
+// ready by then.
 func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
 	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeRegistered) && nc.Status.NodeName == node.Name {
 		return nil
 	}
+	if err := c.registerNode(ctx, nc, node); err != nil {
+		return err
+	}
+	c.launches.forget(nc.Status.ProviderID)
+	status := client.MergeFrom(nc.DeepCopy())
+	nc.Status.NodeName = node.Name
+	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	c.setInitialized(nc, notInitialized(nc, node))
+	if err := c.patchStatus(ctx, nc, status); err != nil {
+		return err
+	}
+	log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
+	return nil
+}
+
+// RegisterNode registers a new Node whose claim launched, without waiting for the
+// claim's own reconcile: that one may still be writing the launch (two writes,
+// each a second or more when a burst loads the API server) while pods wait for
+// the Node's unregistered taint to go. The claim records the registration later.
+func (c *Controller) RegisterNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !unregistered(node) || node.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	nc := c.launches.get(node.Spec.ProviderID)
+	if nc == nil {
+		// Not launched by this process (a restart): the claim's reconcile
+		// registers it.
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, client.IgnoreNotFound(c.registerNode(ctx, nc, node))
+}
+
+func unregistered(o client.Object) bool {
+	node, ok := o.(*corev1.Node)
+	return ok && node.Spec.ProviderID != "" && slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == v1.UnregisteredNoExecuteTaint.Key
+	})
+}
+
+// registerNode makes the Node the claim's: its labels and taints, the termination
+// finalizer, and the unregistered taint removed so pods may land; and marks it
+// initialized if it is.
+func (c *Controller) registerNode(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
+	node = c.nodes.Fresh(node)
 	patch := client.MergeFrom(node.DeepCopy())
 	for k, v := range nc.Labels {
 		metav1.SetMetaDataLabel(&node.ObjectMeta, k, v)
@@ -229,26 +322,45 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev
 		}
 	}
 	node.Spec.Taints = taints
-	why := notInitialized(nc, node)
-	if why == "" {
+	if notInitialized(nc, node) == "" {
 		metav1.SetMetaDataLabel(&node.ObjectMeta, v1.NodeInitializedLabelKey, "true")
 	}
-	// A claim whose status write failed comes back with its Node registered already:
-	// patch the Node only with news.
+	// The Node side may have registered it already, or a claim whose status write
+	// failed comes back with its Node registered: patch the Node only with news.
 	if data, err := patch.Data(node); err != nil || string(data) != "{}" {
 		if err := c.kube.Patch(ctx, node, patch); err != nil {
 			return fmt.Errorf("registering node %s: %w", node.Name, err)
 		}
+		c.nodes.Wrote(node)
 	}
-	status := client.MergeFrom(nc.DeepCopy())
-	nc.Status.NodeName = node.Name
-	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
-	c.setInitialized(nc, why)
-	if err := c.patchStatus(ctx, nc, status); err != nil {
-		return err
-	}
-	log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
 	return nil
+}
+
+// launches maps provider IDs to the claims launched for them, until registered.
+type launches struct {
+	mu   sync.Mutex
+	byID map[string]*v1.NodeClaim
+}
+
+func (l *launches) add(id string, nc *v1.NodeClaim) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byID[id] = nc.DeepCopy()
+}
+
+func (l *launches) get(id string) *v1.NodeClaim {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if nc, ok := l.byID[id]; ok {
+		return nc.DeepCopy()
+	}
+	return nil
+}
+
+func (l *launches) forget(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.byID, id)
 }
 
 // initialize marks the claim Initialized and Ready once its Node is ready, its
@@ -257,6 +369,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
 		return nil
 	}
+	node = c.nodes.Fresh(node)
 	why := notInitialized(nc, node)
 	if why == "" && node.Labels[v1.NodeInitializedLabelKey] != "true" {
 		patch := client.MergeFrom(node.DeepCopy())
@@ -264,6 +377,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 		if err := c.kube.Patch(ctx, node, patch); err != nil {
 			return err
 		}
+		c.nodes.Wrote(node)
 	}
 	// Every heartbeat of the node lands here: write only news.
 	status := client.MergeFrom(nc.DeepCopy())

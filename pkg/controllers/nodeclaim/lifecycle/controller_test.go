@@ -105,3 +105,45 @@ func TestNodeMapsToAClaimWhoseLaunchIsNotCachedYet(t *testing.T) {
 		t.Errorf("a stranger's node mapped to %v", got)
 	}
 }
+
+// A Node is registered from its claim's launch as soon as it appears, before the
+// claim's own writes are done; a Node whose launch this process did not see is
+// left to its claim's reconcile.
+func TestRegisterNodeFromTheLaunch(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: "sim:///" + name,
+			Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}
+	}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node("a"), node("b")).Build()
+	c := NewController(kube, nil, nil, nil, clocktesting.NewFakeClock(time.Now()))
+	launched := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-a", Labels: map[string]string{"team": "payments", v1.LabelInstanceType: "m5.large"}},
+		Spec: v1.NodeClaimSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}}}
+	c.launches.add("sim:///a", launched)
+
+	ctx := t.Context()
+	for _, name := range []string{"a", "b"} {
+		if _, err := c.RegisterNode(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+			t.Fatalf("node %s: %v", name, err)
+		}
+	}
+	a := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "a"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if unregistered(a) || a.Labels["team"] != "payments" || a.Labels[v1.NodeRegisteredLabelKey] != "true" || a.Labels[v1.NodeInitializedLabelKey] != "true" ||
+		!slices.Contains(a.Finalizers, v1.TerminationFinalizer) || !slices.ContainsFunc(a.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "dedicated" }) {
+		t.Errorf("node a after registration: labels %v, finalizers %v, taints %v", a.Labels, a.Finalizers, a.Spec.Taints)
+	}
+	b := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "b"}, b); err != nil {
+		t.Fatal(err)
+	}
+	if !unregistered(b) || b.Labels[v1.NodeRegisteredLabelKey] != "" {
+		t.Errorf("node b, whose launch is unknown here, was registered: labels %v, taints %v", b.Labels, b.Spec.Taints)
+	}
+}

@@ -206,8 +206,37 @@ func progress(t *testing.T, ctx context.Context, kube client.Client) int {
 		_ = kube.List(ctx, claims)
 		_ = kube.List(ctx, nodes)
 		t.Logf("%s: %d pods running, %d NodeClaims, %d nodes", time.Now().Format("15:04:05"), n, len(claims.Items), len(nodes.Items))
+		logStragglers(t, ctx, kube)
 	}
 	return n
+}
+
+// logStragglers logs the pods not running yet when only a few are left: what they
+// wait for is what the phase's tail is made of.
+func logStragglers(t *testing.T, ctx context.Context, kube client.Client) {
+	pods := &corev1.PodList{}
+	if kube.List(ctx, pods) != nil {
+		return
+	}
+	var left []corev1.Pod
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning {
+			left = append(left, p)
+		}
+	}
+	if len(left) == 0 || len(left) > 10 {
+		return
+	}
+	for _, p := range left {
+		why := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				why = fmt.Sprintf("%s %s since %s: %s", c.Status, c.Reason, c.LastTransitionTime.Format("15:04:05"), c.Message)
+			}
+		}
+		t.Logf("  not running: %s (created %s, node %q, nominated %q, deleting %v) scheduled=%s", p.Name, p.CreationTimestamp.Format("15:04:05"),
+			p.Spec.NodeName, p.Status.NominatedNodeName, p.DeletionTimestamp != nil, why)
+	}
 }
 
 func running(ctx context.Context, kube client.Client) int {

@@ -230,12 +230,24 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	nc.Status.Capacity = launched.Status.Capacity
 	nc.Status.Allocatable = launched.Status.Allocatable
 	c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	// The Node often appears, and is registered from its side, while the labels
+	// are written: record that in the same write, a claim write fewer.
+	node, err := nodeclaim.NodeOf(ctx, c.kube, nc)
+	registered := err == nil && node != nil && c.registerNode(ctx, nc, node) == nil
+	if registered {
+		c.recordRegistration(nc, node)
+	}
 	if err := c.patchStatus(ctx, nc, status); err != nil {
 		// The instance exists; garbage collection reclaims it if this claim is lost.
 		return reconcile.Result{}, fmt.Errorf("recording the launch of nodeclaim %s: %w", nc.Name, err)
 	}
 	log.FromContext(ctx).Info("launched", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID,
 		"instanceType", nc.Labels[v1.LabelInstanceType], "zone", nc.Labels[v1.LabelZone], "capacityType", nc.Labels[v1.CapacityTypeLabelKey])
+	if registered {
+		c.launches.forget(nc.Status.ProviderID)
+		log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
+		return reconcile.Result{}, nil
+	}
 	return reconcile.Result{RequeueAfter: time.Second}, nil
 }
 
@@ -264,14 +276,20 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev
 	}
 	c.launches.forget(nc.Status.ProviderID)
 	status := client.MergeFrom(nc.DeepCopy())
-	nc.Status.NodeName = node.Name
-	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
-	c.setInitialized(nc, notInitialized(nc, node))
+	c.recordRegistration(nc, node)
 	if err := c.patchStatus(ctx, nc, status); err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
 	return nil
+}
+
+// recordRegistration sets the claim's Registered condition and node name, and
+// Initialized as the Node is.
+func (c *Controller) recordRegistration(nc *v1.NodeClaim, node *corev1.Node) {
+	nc.Status.NodeName = node.Name
+	c.setCondition(nc, v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	c.setInitialized(nc, notInitialized(nc, node))
 }
 
 // RegisterNode registers a new Node whose claim launched, without waiting for the

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -15,7 +17,10 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/kubescheme"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	fakecloud "github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
 
 // A node's heartbeats reconcile its claim again and again; only a change of the
@@ -145,5 +150,67 @@ func TestRegisterNodeFromTheLaunch(t *testing.T) {
 	}
 	if !unregistered(b) || b.Labels[v1.NodeRegisteredLabelKey] != "" {
 		t.Errorf("node b, whose launch is unknown here, was registered: labels %v, taints %v", b.Labels, b.Spec.Taints)
+	}
+}
+
+// bootsAtOnce is a cloud whose instances register their Node before Create returns,
+// as the simulated cloud's can with no registration delay.
+type bootsAtOnce struct {
+	*fakecloud.CloudProvider
+	kube client.Client
+}
+
+func (b bootsAtOnce) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	launched, err := b.CloudProvider.Create(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-of-" + nc.Name, Labels: launched.Labels},
+		Spec:   corev1.NodeSpec{ProviderID: launched.Status.ProviderID, Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	return launched, b.kube.Create(ctx, node)
+}
+
+// A Node that is there by the time the launch is written is registered and
+// recorded in the launch's own status write.
+func TestLaunchRecordsANodeAlreadyThere(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{v1.TerminationFinalizer}, CreationTimestamp: metav1.NewTime(clk.Now())}}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(claim).WithStatusSubresource(&v1.NodeClaim{}).
+		WithIndex(&v1.NodeClaim{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
+			return []string{o.(*v1.NodeClaim).Status.ProviderID}
+		}).
+		WithIndex(&corev1.Node{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
+			return []string{o.(*corev1.Node).Spec.ProviderID}
+		}).Build()
+	cloud := bootsAtOnce{CloudProvider: fakecloud.New(schedtest.SyntheticTypes(2)), kube: kube}
+	c := NewController(kube, cloud, cloudprovider.NewUnavailableOfferings(clk, time.Minute), record.NewFakeRecorder(10), clk)
+	ctx := t.Context()
+	res, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != 0 {
+		t.Errorf("requeued after %s: the claim is registered and has nothing to wait for", res.RequeueAfter)
+	}
+	got := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "a"}, got); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+		if !meta.IsStatusConditionTrue(got.Status.Conditions, cond) {
+			t.Errorf("condition %s not true: %+v", cond, got.Status.Conditions)
+		}
+	}
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "node-of-a"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.NodeName != node.Name || unregistered(node) || node.Labels[v1.NodeRegisteredLabelKey] != "true" {
+		t.Errorf("claim's node %q; node labels %v, taints %v", got.Status.NodeName, node.Labels, node.Spec.Taints)
 	}
 }

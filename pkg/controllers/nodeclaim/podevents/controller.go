@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -67,6 +68,20 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 		Complete(c)
 }
 
+// lastStamp is when the claim's last pod event was stamped. A new node's pods
+// arrive in a burst as it comes up, before and just after the claim records
+// that; its initialization stands for them (consolidation counts from the later
+// of the two), so the burst costs one write, at its end, not two.
+func lastStamp(nc *v1.NodeClaim, now time.Time) time.Time {
+	if !nc.Status.LastPodEventTime.IsZero() {
+		return nc.Status.LastPodEventTime.Time
+	}
+	if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return now // not initialized yet: look again in a while
+}
+
 // Reconcile stamps the node's claim.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
@@ -84,9 +99,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var res reconcile.Result
 	for i := range claims.Items {
 		nc := &claims.Items[i]
-		if since := now.Sub(nc.Status.LastPodEventTime.Time); since < Dedupe {
-			// Stamped a moment ago: stamp again when the window ends, so the last
-			// event of a burst is not lost.
+		if since := now.Sub(lastStamp(nc, now)); since < Dedupe {
+			// Stamped a moment ago (or the node is new): stamp when the window
+			// ends, so the last event of a burst is not lost.
 			res.RequeueAfter = Dedupe - since
 			continue
 		}

@@ -44,7 +44,7 @@ func (r *Registrar) Name() string { return "sim.registrar" }
 func (r *Registrar) Register(mgr ctrl.Manager) error {
 	// A cloud boots its instances side by side, not ten at a time.
 	return ctrl.NewControllerManagedBy(mgr).Named(r.Name()).For(&v1alpha1.SimInstance{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 200}).Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: 100}).Complete(r)
 }
 
 // Reconcile registers or removes the Node of one instance.

@@ -147,11 +147,9 @@ func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconc
 }
 
 // Concurrency is how many claims the controller moves along at once: a reconcile
-// mostly waits on the cloud and the API server. A batch of a thousand pods makes
-// about 180 claims; with 100 workers the second half waited for the first half's
-// launch writes (seconds each under that load) before its instances were even
-// asked for. A thousand workers did no better and held more memory.
-const Concurrency = 200
+// mostly waits on the cloud and the API server. 200 and 500 did no better in the
+// scale test (the API server, not the workers, sets the pace) and held more memory.
+const Concurrency = 100
 
 // RegistrationConcurrency is how many Nodes are registered at once: one write each.
 const RegistrationConcurrency = 100

@@ -268,12 +268,18 @@ func cloneNodes(nodes []*scheduling.Node) []*scheduling.Node {
 	return out
 }
 
-// create makes the NodeClaims of the new nodes several at a time (one at a time,
-// hundreds of claims take seconds). created[i] is nil where nodes[i] failed.
+// createParallelism is how many NodeClaims are created at once. A large batch's
+// claims are written while the API server is busy (each create is answered in up
+// to a second), and in waves of 64 the 180 claims of a 1,000-pod batch took 2.6 to
+// 3.2 s; the first launches and bindings load it more with every wave.
+const createParallelism = 256
+
+// create makes the NodeClaims of the new nodes side by side. created[i] is nil
+// where nodes[i] failed.
 func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool, nodes []*scheduling.NewNode) ([]*v1.NodeClaim, error) {
 	created := make([]*v1.NodeClaim, len(nodes))
 	errs := make([]error, len(nodes))
-	workqueue.ParallelizeUntil(ctx, 64, len(nodes), func(i int) {
+	workqueue.ParallelizeUntil(ctx, createParallelism, len(nodes), func(i int) {
 		nc := NodeClaim(pools[nodes[i].NodePool], nodes[i])
 		if err := p.kube.Create(ctx, nc); err != nil {
 			errs[i] = fmt.Errorf("creating a NodeClaim for NodePool %s: %w", nodes[i].NodePool, err)

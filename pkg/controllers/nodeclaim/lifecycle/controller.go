@@ -86,7 +86,7 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 		DeleteFunc: func(o any) {
 			if nc, ok := o.(*v1.NodeClaim); ok {
 				c.writes.Forget(nc.Name)
-				c.launches.forget(nc.Status.ProviderID)
+				c.launches.forgetClaim(nc.Name)
 			}
 		},
 	}); err != nil {
@@ -377,6 +377,18 @@ func (l *launches) forget(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.byID, id)
+}
+
+// forgetClaim drops a deleted claim's launch, whose provider ID the deleted copy
+// may not show (it can go before its launch was written).
+func (l *launches) forgetClaim(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, nc := range l.byID {
+		if nc.Name == name {
+			delete(l.byID, id)
+		}
+	}
 }
 
 // initialize marks the claim Initialized and Ready once its Node is ready, its

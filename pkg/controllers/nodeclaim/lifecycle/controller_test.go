@@ -144,6 +144,11 @@ func TestRegisterNodeFromTheLaunch(t *testing.T) {
 		!slices.Contains(a.Finalizers, v1.TerminationFinalizer) || !slices.ContainsFunc(a.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "dedicated" }) {
 		t.Errorf("node a after registration: labels %v, finalizers %v, taints %v", a.Labels, a.Finalizers, a.Spec.Taints)
 	}
+	c.launches.add("sim:///gone", &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-gone"}})
+	c.launches.forgetClaim("claim-gone")
+	if c.launches.get("sim:///gone") != nil {
+		t.Error("a deleted claim's launch is still remembered")
+	}
 	b := &corev1.Node{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: "b"}, b); err != nil {
 		t.Fatal(err)

@@ -200,7 +200,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := sim.NewNodeClassController(kube, simCloud).Register(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(disruptionctl.NewController(kube, cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
+	if err := mgr.Add(disruptionctl.NewController(kube, mgr.GetAPIReader(), cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
 		return err
 	}
 	if err := expiration.NewController(kube, recorder, clk, provisioner.Trigger).Register(mgr); err != nil {

@@ -41,7 +41,12 @@ func run(m *testing.M) int {
 	}
 	defer stop()
 	kube = k
-	logFile, err := os.Create(cluster.Dir + "/tailor.log")
+	// TAILOR_E2E_LOG keeps the whole controller log; a failing run prints its end.
+	logPath := os.Getenv("TAILOR_E2E_LOG")
+	if logPath == "" {
+		logPath = cluster.Dir + "/tailor.log"
+	}
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -69,7 +74,7 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "controller log: %s (kept: the cluster directory is removed)\n", logFile.Name())
+		fmt.Fprintln(os.Stderr, "set TAILOR_E2E_LOG=file to keep the whole controller log")
 		if data, err := os.ReadFile(logFile.Name()); err == nil {
 			tail := data
 			if len(tail) > 8000 {

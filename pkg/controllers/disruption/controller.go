@@ -50,7 +50,10 @@ func DefaultOptions() Options {
 
 // Controller runs disruption passes.
 type Controller struct {
-	kube     client.Client
+	kube client.Client
+	// reader reads from the API server: a replacement just created may not be in
+	// kube's cache yet, and must not be taken for gone.
+	reader   client.Reader
 	cluster  *state.Cluster
 	cloud    cloudprovider.CloudProvider
 	types    provisioning.InstanceTypes
@@ -65,9 +68,9 @@ type Controller struct {
 }
 
 // NewController returns the controller; Start runs it.
-func NewController(kube client.Client, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types provisioning.InstanceTypes,
+func NewController(kube client.Client, reader client.Reader, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types provisioning.InstanceTypes,
 	recorder record.EventRecorder, clk clock.Clock, opts Options, wake func()) *Controller {
-	return &Controller{kube: kube, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts,
+	return &Controller{kube: kube, reader: reader, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts,
 		wake: wake, blocked: map[string]string{}}
 }
 
@@ -252,7 +255,7 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1.NodeClaim
 		ready := 0
 		for _, r := range claims {
 			got := &v1.NodeClaim{}
-			if err := c.kube.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+			if err := c.reader.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
 				if client.IgnoreNotFound(err) == nil {
 					return fmt.Errorf("replacement nodeclaim %s went away", r.Name)
 				}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,7 +65,7 @@ type Controller struct {
 // NewController returns the controller.
 func NewController(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder record.EventRecorder, clk clock.Clock) *Controller {
 	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk,
-		writes: nodeclaim.NewWrites[*v1.NodeClaim](clk, 5*time.Second), launches: &launches{byID: map[string]*v1.NodeClaim{}},
+		writes: nodeclaim.NewWrites[*v1.NodeClaim](clk, 5*time.Second), launches: newLaunches(clk),
 		nodes: nodeclaim.NewWrites[*corev1.Node](clk, 5*time.Second)}
 }
 
@@ -218,8 +219,13 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	for k, v := range launched.Labels {
 		metav1.SetMetaDataLabel(&nc.ObjectMeta, k, v)
 	}
-	c.launches.add(launched.Status.ProviderID, nc)
+	if !c.launches.add(launched.Status.ProviderID, nc) {
+		return reconcile.Result{}, c.abandon(ctx, nc, launched)
+	}
 	if err := c.patch(ctx, nc, labels); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, c.abandon(ctx, nc, launched)
+		}
 		return reconcile.Result{}, fmt.Errorf("labelling nodeclaim %s: %w", nc.Name, err)
 	}
 	status := client.MergeFrom(nc.DeepCopy())
@@ -236,6 +242,9 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		c.recordRegistration(nc, node)
 	}
 	if err := c.patchStatus(ctx, nc, status); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, c.abandon(ctx, nc, launched)
+		}
 		// The instance exists; garbage collection reclaims it if this claim is lost.
 		return reconcile.Result{}, fmt.Errorf("recording the launch of nodeclaim %s: %w", nc.Name, err)
 	}
@@ -247,6 +256,20 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: time.Second}, nil
+}
+
+// abandon terminates an instance whose claim was deleted while it launched: the
+// claim's termination saw no provider ID and had nothing to terminate, and its
+// Node must not take pods.
+func (c *Controller) abandon(ctx context.Context, nc *v1.NodeClaim, launched *v1.NodeClaim) error {
+	c.launches.forget(launched.Status.ProviderID)
+	if err := c.cloud.Delete(ctx, launched); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
+		// Garbage collection reclaims it after its grace period.
+		return fmt.Errorf("terminating the instance of nodeclaim %s, deleted while it launched: %w", nc.Name, err)
+	}
+	log.FromContext(ctx).Info("terminated the instance of a nodeclaim deleted while it launched", "nodeclaim", nc.Name,
+		"providerID", launched.Status.ProviderID)
+	return nil
 }
 
 func (c *Controller) awaitRegistration(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
@@ -356,12 +379,25 @@ func (c *Controller) registerNode(ctx context.Context, nc *v1.NodeClaim, node *c
 type launches struct {
 	mu   sync.Mutex
 	byID map[string]*v1.NodeClaim
+	// deleted holds when each recently deleted claim went, so a launch that was
+	// in flight when its claim went is not registered.
+	deleted map[string]time.Time
+	clock   clock.Clock
 }
 
-func (l *launches) add(id string, nc *v1.NodeClaim) {
+func newLaunches(clk clock.Clock) *launches {
+	return &launches{byID: map[string]*v1.NodeClaim{}, deleted: map[string]time.Time{}, clock: clk}
+}
+
+// add remembers a launch, unless its claim is gone.
+func (l *launches) add(id string, nc *v1.NodeClaim) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if _, gone := l.deleted[nc.Name]; gone {
+		return false
+	}
 	l.byID[id] = nc.DeepCopy()
+	return true
 }
 
 func (l *launches) get(id string) *v1.NodeClaim {
@@ -387,6 +423,13 @@ func (l *launches) forgetClaim(name string) {
 	for id, nc := range l.byID {
 		if nc.Name == name {
 			delete(l.byID, id)
+		}
+	}
+	now := l.clock.Now()
+	l.deleted[name] = now
+	for n, at := range l.deleted {
+		if now.Sub(at) > LaunchTimeout {
+			delete(l.deleted, n) // no launch is in flight that long
 		}
 	}
 }

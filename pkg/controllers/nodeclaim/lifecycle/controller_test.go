@@ -219,3 +219,60 @@ func TestLaunchRecordsANodeAlreadyThere(t *testing.T) {
 		t.Errorf("claim's node %q; node labels %v, taints %v", got.Status.NodeName, node.Labels, node.Spec.Taints)
 	}
 }
+
+// deletedWhileLaunching is a cloud whose Create returns after the claim was deleted
+// (its termination saw no provider ID and let it go).
+type deletedWhileLaunching struct {
+	*fakecloud.CloudProvider
+	kube client.Client
+}
+
+func (d deletedWhileLaunching) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	launched, err := d.CloudProvider.Create(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	gone := nc.DeepCopy()
+	gone.Finalizers = nil
+	if err := d.kube.Update(ctx, gone); err != nil {
+		return nil, err
+	}
+	return launched, d.kube.Delete(ctx, gone)
+}
+
+// An instance whose claim went while it launched is terminated at once, and its
+// Node, should it appear, is not registered: it would take pods for no claim.
+func TestClaimDeletedWhileLaunching(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{v1.TerminationFinalizer}, CreationTimestamp: metav1.NewTime(clk.Now())}}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(claim).WithStatusSubresource(&v1.NodeClaim{}).
+		WithIndex(&corev1.Node{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
+			return []string{o.(*corev1.Node).Spec.ProviderID}
+		}).Build()
+	cloud := deletedWhileLaunching{CloudProvider: fakecloud.New(schedtest.SyntheticTypes(2)), kube: kube}
+	c := NewController(kube, cloud, cloudprovider.NewUnavailableOfferings(clk, time.Minute), record.NewFakeRecorder(10), clk)
+	if _, err := c.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := cloud.Instances(); n != 0 {
+		t.Errorf("%d instances left running for a deleted claim", n)
+	}
+	if len(c.launches.byID) != 0 {
+		t.Errorf("the launch of a deleted claim is remembered for registration: %v", c.launches.byID)
+	}
+
+	// The deletion seen first: a launch still in flight then is refused.
+	c.launches.forgetClaim("b")
+	if c.launches.add("sim:///late", &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}}) || c.launches.get("sim:///late") != nil {
+		t.Error("the late launch of a deleted claim was remembered")
+	}
+	clk.Step(LaunchTimeout + time.Second)
+	c.launches.forgetClaim("c")
+	if _, kept := c.launches.deleted["b"]; kept {
+		t.Error("a deletion older than any launch is still remembered")
+	}
+}

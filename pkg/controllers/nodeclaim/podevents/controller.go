@@ -96,6 +96,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := c.clock.Now()
+	if len(claims.Items) == 0 {
+		if _, ours := node.Labels[v1.NodePoolLabelKey]; ours {
+			// A Node is registered, and takes pods, as soon as it appears; its
+			// claim's launch write may not be cached yet. Look again then.
+			return reconcile.Result{RequeueAfter: Dedupe}, nil
+		}
+		return reconcile.Result{}, nil
+	}
 	var res reconcile.Result
 	for i := range claims.Items {
 		nc := &claims.Items[i]

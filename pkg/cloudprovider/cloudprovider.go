@@ -14,6 +14,15 @@ import (
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
+// InstanceType is a kind of node the cloud can launch (capacity, the labels it
+// carries, its offerings); Offering is one zone and capacity type of it at a price.
+// They are defined by the scheduling engine, which plans with them, and named here
+// because a provider's InstanceTypes is where they come from.
+type (
+	InstanceType = scheduling.InstanceType
+	Offering     = scheduling.Offering
+)
+
 // CloudProvider launches and terminates the instances behind NodeClaims.
 type CloudProvider interface {
 	// Create launches an instance for the claim, choosing among the instance types
@@ -29,7 +38,7 @@ type CloudProvider interface {
 	// List describes every instance the provider manages for this cluster.
 	List(ctx context.Context) ([]*v1.NodeClaim, error)
 	// InstanceTypes lists what the NodePool may launch, with offerings and prices.
-	InstanceTypes(ctx context.Context, pool *v1.NodePool) ([]*scheduling.InstanceType, error)
+	InstanceTypes(ctx context.Context, pool *v1.NodePool) ([]*InstanceType, error)
 	// IsDrifted reports why the claim's instance no longer matches its NodeClass,
 	// or "" when it does.
 	IsDrifted(ctx context.Context, claim *v1.NodeClaim) (DriftReason, error)

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/internal/kubescheme"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
@@ -157,9 +158,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// with the cache, its pods read from the pod informer's store.
 	cluster := state.New(kube)
 	for _, kind := range state.Kinds() {
-		if _, err := mgr.GetCache().GetInformer(ctx, kind); err != nil {
+		informer, err := mgr.GetCache().GetInformer(ctx, kind)
+		if err != nil {
 			return fmt.Errorf("watching %T: %w", kind, err)
 		}
+		cluster.WithSyncers(informer)
 	}
 	if informer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}); err != nil {
 		return err
@@ -191,7 +194,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := mgr.Add(garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval)); err != nil {
 		return err
 	}
-	if err := nodepool.NewController(kube).Register(mgr); err != nil {
+	if err := nodepool.NewController(kube, &v1alpha1.SimNodeClass{}).Register(mgr); err != nil {
 		return err
 	}
 	if err := sim.NewRegistrar(kube, simCloud, clk).Register(mgr); err != nil {

@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -13,19 +16,20 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/examples"
 	"github.com/nodetailor/tailor/pkg/operator"
 )
 
-// Demo runs the seed example on a sandbox: a Deployment of 10 replicas of 1 cpu and
-// 1Gi goes from pending to running on nodes Tailor launches, then scales to zero.
+// Demo runs the seed example (examples/seed/inflate.yaml) on a sandbox: its
+// Deployment of 10 replicas of 1 cpu and 1Gi goes from pending to running on nodes
+// Tailor launches, then scales to zero.
 // It shows the cluster as it changes: plain lines, or a redrawn view on a terminal.
 func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -40,37 +44,34 @@ func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error
 	if err != nil {
 		return err
 	}
-	replicas := int32(10)
-	labels := map[string]string{"app": "inflate"}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "inflate", Image: "registry.k8s.io/pause:3.10",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}}}
+	d, err := seedDeployment()
+	if err != nil {
+		return err
+	}
+	want := int(*d.Spec.Replicas)
 	view := &viewer{out: out, tty: tty}
-	view.say("demo: creating Deployment inflate: 10 replicas of 1 cpu and 1Gi")
+	view.say(fmt.Sprintf("demo: applying the seed example's Deployment %s (examples/seed/inflate.yaml): %s", d.Name, describeWorkload(d)))
 	start := time.Now()
 	if err := kube.Create(ctx, d); err != nil {
-		return fmt.Errorf("creating the Deployment: %w", err)
+		return fmt.Errorf("creating the Deployment %s: %w", d.Name, err)
 	}
 	var peak snapshot
 	err = watch(ctx, 3*time.Minute, func() (bool, error) {
-		s, err := look(ctx, kube)
+		s, err := look(ctx, kube, d.Spec.Selector.MatchLabels)
 		if err != nil {
 			return false, err
 		}
 		view.show(time.Since(start), s)
 		peak = s
-		return s.running == 10, nil
+		return s.running == want, nil
 	})
 	if err != nil {
 		return err
 	}
 	upIn := time.Since(start)
-	view.say(fmt.Sprintf("demo: all 10 pods running after %s", upIn.Round(100*time.Millisecond)))
+	view.say(fmt.Sprintf("demo: all %d pods running after %s", want, upIn.Round(100*time.Millisecond)))
 
-	view.say("demo: scaling inflate to 0")
+	view.say(fmt.Sprintf("demo: scaling %s to 0", d.Name))
 	scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
 	if err := kube.Patch(ctx, d, scale); err != nil {
 		return fmt.Errorf("scaling the Deployment: %w", err)
@@ -78,7 +79,7 @@ func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error
 	downStart := time.Now()
 	var after snapshot
 	err = watch(ctx, time.Minute, func() (bool, error) {
-		s, err := look(ctx, kube)
+		s, err := look(ctx, kube, d.Spec.Selector.MatchLabels)
 		if err != nil {
 			return false, err
 		}
@@ -91,13 +92,13 @@ func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error
 	}
 	view.say(fmt.Sprintf("demo: pods gone after %s; empty nodes go once the NodePool's consolidateAfter (30s) has passed", time.Since(downStart).Round(100*time.Millisecond)))
 	err = watch(ctx, 4*time.Minute, func() (bool, error) {
-		s, err := look(ctx, kube)
+		s, err := look(ctx, kube, d.Spec.Selector.MatchLabels)
 		if err != nil {
 			return false, err
 		}
 		view.show(time.Since(start), s)
 		after = s
-		return len(s.nodes) == 0, nil
+		return len(s.nodes) == 0 && s.instances == 0, nil
 	})
 	if err != nil {
 		return err
@@ -106,11 +107,56 @@ func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error
 	view.say(fmt.Sprintf("demo: all nodes removed after %s", downIn.Round(100*time.Millisecond)))
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "SUMMARY")
-	fmt.Fprintf(out, "  10 pending pods running in %s on %d new nodes: %s\n", upIn.Round(100*time.Millisecond), len(peak.nodes), peak.describeNodes())
+	fmt.Fprintf(out, "  %d pending pods running in %s on %d new nodes: %s\n", want, upIn.Round(100*time.Millisecond), len(peak.nodes), peak.describeNodes())
 	fmt.Fprintf(out, "  price at peak: $%.4f/hour\n", peak.price)
 	fmt.Fprintf(out, "  after scaling to zero: every node removed in %s, price back to $%.4f/hour\n", downIn.Round(100*time.Millisecond), after.price)
 	return client.IgnoreNotFound(kube.Delete(ctx, d))
 }
+
+// seedDeployment reads the Deployment of the seed example; the sandbox already has
+// the example's NodePool (its own default NodePool, with consolidation on).
+func seedDeployment() (*appsv1.Deployment, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(examples.Seed)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("examples/seed/inflate.yaml has no Deployment")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading examples/seed/inflate.yaml: %w", err)
+		}
+		d := &appsv1.Deployment{}
+		if err := utilyaml.Unmarshal(doc, d); err != nil {
+			return nil, fmt.Errorf("reading examples/seed/inflate.yaml: %w", err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		if d.Namespace == "" {
+			d.Namespace = "default"
+		}
+		if d.Spec.Replicas == nil {
+			d.Spec.Replicas = ptr(int32(1))
+		}
+		return d, nil
+	}
+}
+
+// describeWorkload says what a Deployment asks for: "10 replicas of 1 cpu and 1Gi".
+func describeWorkload(d *appsv1.Deployment) string {
+	requests := corev1.ResourceList{}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for name, q := range c.Resources.Requests {
+			sum := requests[name]
+			sum.Add(q)
+			requests[name] = sum
+		}
+	}
+	cpu, mem := requests[corev1.ResourceCPU], requests[corev1.ResourceMemory]
+	return fmt.Sprintf("%d replicas of %s cpu and %s", *d.Spec.Replicas, cpu.String(), mem.String())
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func watch(ctx context.Context, timeout time.Duration, step func() (bool, error)) error {
 	deadline := time.After(timeout)
@@ -133,14 +179,17 @@ func watch(ctx context.Context, timeout time.Duration, step func() (bool, error)
 type snapshot struct {
 	pending, running int
 	claims           map[string]int // by state
-	nodes            []string       // "type zone capacity-type"
+	nodes            []string       // Tailor's Nodes: "type zone capacity-type"
+	instances        int            // the cloud's, which the price is for
 	price            float64
 }
 
-func look(ctx context.Context, kube client.Client) (snapshot, error) {
+// look reads the pods of the workload, the NodeClaims, the Nodes they became and
+// the cloud's instances, whose prices add up to what the cluster costs.
+func look(ctx context.Context, kube client.Client, workload map[string]string) (snapshot, error) {
 	s := snapshot{claims: map[string]int{}}
 	pods := &corev1.PodList{}
-	if err := kube.List(ctx, pods, client.MatchingLabels{"app": "inflate"}); err != nil {
+	if err := kube.List(ctx, pods, client.MatchingLabels(workload)); err != nil {
 		return s, err
 	}
 	for _, p := range pods.Items {
@@ -173,10 +222,17 @@ func look(ctx context.Context, kube client.Client) (snapshot, error) {
 		return s, err
 	}
 	for _, inst := range instances.Items {
-		s.nodes = append(s.nodes, fmt.Sprintf("%s %s %s", inst.Spec.InstanceType, inst.Spec.Zone, inst.Spec.CapacityType))
+		s.instances++
 		if p, err := strconv.ParseFloat(inst.Spec.Price, 64); err == nil {
 			s.price += p
 		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := kube.List(ctx, nodes, client.HasLabels{v1.NodePoolLabelKey}); err != nil {
+		return s, err
+	}
+	for _, n := range nodes.Items {
+		s.nodes = append(s.nodes, fmt.Sprintf("%s %s %s", n.Labels[v1.LabelInstanceType], n.Labels[v1.LabelZone], n.Labels[v1.CapacityTypeLabelKey]))
 	}
 	slices.Sort(s.nodes)
 	return s, nil

@@ -868,6 +868,11 @@ func (s *solver) openNode(p *podInfo, v *variant, explain bool) (*simNode, strin
 		n.alloc = maxAlloc(n.options, s.n)
 		ok, reason := s.tryNode(p, v, n, explain)
 		if !ok {
+			if explain && len(n.options) < len(ps.types) {
+				// The pod may fit a type the limits ruled out: say so, not only
+				// that the types left are too small.
+				reason = fmt.Sprintf("%s; %s", ps.limitsLeft(s.idx), reason)
+			}
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", ps.name, reason))
 			continue
 		}
@@ -1017,6 +1022,21 @@ func (ps *poolState) limitReason(idx *ResourceIndex) string {
 		}
 	}
 	return "limits reached"
+}
+
+// limitsLeft names the limits that rule out some of the pool's instance types now.
+func (ps *poolState) limitsLeft(idx *ResourceIndex) string {
+	var why []string
+	for _, r := range ps.limited {
+		for _, t := range ps.types {
+			if ps.used[r]+t.capacity[r] > ps.limits[r] {
+				why = append(why, fmt.Sprintf("limit %s=%s leaves %s", idx.Name(r), idx.Quantity(r, ps.limits[r]),
+					idx.Quantity(r, ps.limits[r]-ps.used[r])))
+				break
+			}
+		}
+	}
+	return strings.Join(why, ", ")
 }
 
 var strictEffects = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule}

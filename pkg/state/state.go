@@ -1,18 +1,21 @@
 // Package state is Tailor's view of the cluster, read from the informer cache: the
 // nodes and the pods bound to them, the NodeClaims still launching, the pods the
-// kube-scheduler could not place, NodePools, DaemonSets and volumes. Its product is
-// the scheduling engine's input.
+// kube-scheduler could not place, NodePools, DaemonSets, volumes and
+// PodDisruptionBudgets. Its product is the scheduling engine's input; it gives none
+// before its informers hold their initial lists.
 package state
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,9 +28,20 @@ import (
 
 // Cluster reads the cluster through a (cache-backed) reader.
 type Cluster struct {
-	kube client.Reader
-	pods PodStore
+	kube   client.Reader
+	pods   PodStore
+	synced []Syncer
 }
+
+// Syncer is an informer: it says whether it holds its initial list yet.
+type Syncer interface {
+	HasSynced() bool
+}
+
+// ErrNotSynced is Snapshot's answer before every informer holds its initial list: a
+// plan made from a partial view would launch nodes for pods that already have room,
+// or miss nodes that count against a limit.
+var ErrNotSynced = errors.New("the cluster view is not synced yet")
 
 // PodStore hands out the cached pods themselves (an informer's store). A List
 // through the cache copies every pod into its list, megabytes per snapshot at
@@ -43,6 +57,22 @@ func New(kube client.Reader) *Cluster { return &Cluster{kube: kube} }
 func (c *Cluster) WithPodStore(store PodStore) *Cluster {
 	c.pods = store
 	return c
+}
+
+// WithSyncers has Snapshot wait for these informers (one per kind it reads).
+func (c *Cluster) WithSyncers(syncers ...Syncer) *Cluster {
+	c.synced = append(c.synced, syncers...)
+	return c
+}
+
+// Synced reports whether every informer the view reads holds its initial list.
+func (c *Cluster) Synced() bool {
+	for _, s := range c.synced {
+		if !s.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // allPods lists the pods; they are shared with the cache and only read.
@@ -75,6 +105,8 @@ type Snapshot struct {
 	NodePools []*v1.NodePool
 	// Claims are all NodeClaims, for bookkeeping by the caller.
 	Claims []*v1.NodeClaim
+	// PDBs are the PodDisruptionBudgets, for disruption.
+	PDBs []*policyv1.PodDisruptionBudget
 }
 
 // Kinds are the kinds a snapshot reads. Start the cache's informers for them with
@@ -82,7 +114,8 @@ type Snapshot struct {
 // would wait for its initial lists.
 func Kinds() []client.Object {
 	return []client.Object{&corev1.Pod{}, &corev1.Node{}, &v1.NodeClaim{}, &v1.NodePool{}, &appsv1.DaemonSet{},
-		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}, &corev1.Namespace{}}
+		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}, &corev1.Namespace{},
+		&policyv1.PodDisruptionBudget{}}
 }
 
 // read lists without deep copies: a snapshot is only read.
@@ -91,6 +124,9 @@ var read = client.UnsafeDisableDeepCopy
 // Snapshot gathers the pending pods and everything they could go to. instanceTypes
 // supplies each NodePool's instance types.
 func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool) ([]*scheduling.InstanceType, error)) (*Snapshot, error) {
+	if !c.Synced() {
+		return nil, ErrNotSynced
+	}
 	pods, err := c.allPods(ctx)
 	if err != nil {
 		return nil, err
@@ -103,7 +139,8 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 	var pvs corev1.PersistentVolumeList
 	var classes storagev1.StorageClassList
 	var namespaces corev1.NamespaceList
-	for _, list := range []client.ObjectList{&nodes, &claims, &pools, &daemonSets, &pvcs, &pvs, &classes, &namespaces} {
+	var pdbs policyv1.PodDisruptionBudgetList
+	for _, list := range []client.ObjectList{&nodes, &claims, &pools, &daemonSets, &pvcs, &pvs, &classes, &namespaces, &pdbs} {
 		if err := c.kube.List(ctx, list, read); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", list, err)
 		}
@@ -146,14 +183,7 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		}
 		in.Nodes = append(in.Nodes, &scheduling.Node{Node: n, Pods: bound[n.Name]})
 	}
-	for i := range claims.Items {
-		nc := &claims.Items[i]
-		snap.Claims = append(snap.Claims, nc)
-		if nc.DeletionTimestamp != nil || (nc.Status.ProviderID != "" && registered[nc.Status.ProviderID]) {
-			continue
-		}
-		in.Nodes = append(in.Nodes, &scheduling.Node{Node: LaunchingNode(nc), Launching: true})
-	}
+	typesOf := map[string][]*scheduling.InstanceType{}
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		if np.DeletionTimestamp != nil {
@@ -164,8 +194,23 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		if pool.InstanceTypes, err = instanceTypes(np); err != nil {
 			pool.Unavailable = err.Error()
 		}
+		typesOf[np.Name] = pool.InstanceTypes
 		snap.NodePools = append(snap.NodePools, np)
 		in.NodePools = append(in.NodePools, pool)
+	}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		snap.Claims = append(snap.Claims, nc)
+		if nc.DeletionTimestamp != nil || (nc.Status.ProviderID != "" && registered[nc.Status.ProviderID]) {
+			continue
+		}
+		node := LaunchingNode(nc)
+		if len(nc.Status.Capacity) == 0 {
+			if reserved := ReservedCapacity(nc, typesOf[nc.Labels[v1.NodePoolLabelKey]]); len(reserved) > 0 {
+				node.Status.Capacity = reserved
+			}
+		}
+		in.Nodes = append(in.Nodes, &scheduling.Node{Node: node, Launching: true})
 	}
 	for i := range daemonSets.Items {
 		ds := &daemonSets.Items[i]
@@ -184,6 +229,9 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 	}
 	for i := range namespaces.Items {
 		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
+	}
+	for i := range pdbs.Items {
+		snap.PDBs = append(snap.PDBs, &pdbs.Items[i])
 	}
 	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
@@ -227,6 +275,33 @@ func Provisionable(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// ReservedCapacity is what a claim that has not launched yet counts against its
+// NodePool's limits: for each resource, the most any of its instance-type options
+// has. The plan reserved the capacity of the cheapest option and kept only options
+// no larger in a limited resource, so this is that reservation; counting only the
+// requests the claim was made for would let the next batch, planning before the
+// launch, go past a limit.
+func ReservedCapacity(nc *v1.NodeClaim, types []*scheduling.InstanceType) corev1.ResourceList {
+	var options []string
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == v1.LabelInstanceType && r.Operator == v1.NodeSelectorOpIn {
+			options = r.Values
+		}
+	}
+	out := corev1.ResourceList{}
+	for _, it := range types {
+		if !slices.Contains(options, it.Name) {
+			continue
+		}
+		for name, q := range it.Capacity {
+			if have, ok := out[name]; !ok || q.Cmp(have) > 0 {
+				out[name] = q
+			}
+		}
+	}
+	return out
 }
 
 // LaunchingNode describes the node a NodeClaim will become: the labels its

@@ -1,7 +1,9 @@
 package state
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/kubescheme"
 	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
 
 func TestNodeComingUpIsSeenAsItWillBe(t *testing.T) {
@@ -120,5 +123,96 @@ func TestSnapshotReadsPodsFromTheStore(t *testing.T) {
 	}
 	if stored.Input.Pods[0] != pods[1] {
 		t.Error("the snapshot copied the store's pod")
+	}
+}
+
+// A claim still launching counts against its NodePool's limits with the capacity
+// the plan reserved for it (its largest option), not the requests it was made for:
+// otherwise the next batch, planned before the launch, would go past the limit.
+func TestLaunchingClaimHoldsItsReservationAgainstLimits(t *testing.T) {
+	types := schedtest.SyntheticTypes(8) // fake-it-i has i+1 vCPU
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
+	launching := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "first-batch", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn,
+				Values: []string{"fake-it-7", "fake-it-5"}}},
+			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}},
+		}}
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "second-batch", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(np, launching, pending).Build()
+	snap, err := New(kube).Snapshot(t.Context(), func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node *scheduling.Node
+	for _, n := range snap.Input.Nodes {
+		if n.Launching {
+			node = n
+		}
+	}
+	if node == nil {
+		t.Fatal("the launching claim is not in the snapshot")
+	}
+	if cpu := node.Node.Status.Capacity[corev1.ResourceCPU]; cpu.Value() != 8 {
+		t.Errorf("launching claim counts %s cpu against the limit, want 8 (its largest option)", cpu.String())
+	}
+	if cpu := node.Node.Status.Allocatable[corev1.ResourceCPU]; cpu.Value() != 3 {
+		t.Errorf("launching claim offers %s cpu of room, want the 3 it was made for", cpu.String())
+	}
+	plan, err := scheduling.Solve(snap.Input, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 reserved + at least 5 for a node that takes 4 cpu (and its overhead) > 10;
+	// counting only the 3 cpu of requests, a 5-cpu node would have fitted.
+	if len(plan.NewNodes) != 0 || len(plan.Unschedulable) != 1 || !strings.Contains(plan.Unschedulable[0].Reason, "limit cpu=10 leaves 2") {
+		t.Errorf("plan: %d new nodes, unschedulable %v; want the pod held back by the limit", len(plan.NewNodes), plan.Unschedulable)
+	}
+	// Once launched, the instance's own capacity counts.
+	launching.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+	if err := kube.Update(t.Context(), launching); err != nil {
+		t.Fatal(err)
+	}
+	snap, err = New(kube).Snapshot(t.Context(), func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range snap.Input.Nodes {
+		if cpu := n.Node.Status.Capacity[corev1.ResourceCPU]; n.Launching && cpu.Value() != 6 {
+			t.Errorf("launched claim counts %s cpu, want its instance's 6", cpu.String())
+		}
+	}
+}
+
+type syncer bool
+
+func (s syncer) HasSynced() bool { return bool(s) }
+
+// No snapshot comes from a view whose informers do not all hold their initial lists.
+func TestSnapshotWaitsForSync(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(scheme).Build()
+	noTypes := func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return nil, nil }
+	cluster := New(kube).WithSyncers(syncer(true), syncer(false))
+	if cluster.Synced() {
+		t.Error("Synced with an informer still listing")
+	}
+	if _, err := cluster.Snapshot(t.Context(), noTypes); !errors.Is(err, ErrNotSynced) {
+		t.Errorf("Snapshot before sync: %v, want ErrNotSynced", err)
+	}
+	if _, err := New(kube).WithSyncers(syncer(true)).Snapshot(t.Context(), noTypes); err != nil {
+		t.Errorf("Snapshot once synced: %v", err)
 	}
 }

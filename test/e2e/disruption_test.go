@@ -114,6 +114,14 @@ func scale(t *testing.T, name string, replicas int32) {
 // an empty cluster of the NodePool.
 func freshPrice(t *testing.T, pool, app string) float64 {
 	t.Helper()
+	plan, _ := freshPlan(t, pool, app)
+	return plan.Cost()
+}
+
+// freshPlan is the scheduling engine's plan for the pods of apps on an empty cluster
+// of the NodePool, with the NodePool's instance types.
+func freshPlan(t *testing.T, pool string, apps ...string) (*scheduling.Plan, []*scheduling.InstanceType) {
+	t.Helper()
 	np := &v1.NodePool{}
 	if err := kube.Get(t.Context(), client.ObjectKey{Name: pool}, np); err != nil {
 		t.Fatal(err)
@@ -122,21 +130,27 @@ func freshPrice(t *testing.T, pool, app string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := &corev1.PodList{}
-	if err := kube.List(t.Context(), pods, client.MatchingLabels{"app": app}); err != nil {
-		t.Fatal(err)
-	}
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: np, InstanceTypes: its}}}
-	for i := range pods.Items {
-		p := pods.Items[i].DeepCopy()
-		p.Spec.NodeName = ""
-		in.Pods = append(in.Pods, p)
+	for _, app := range apps {
+		pods := &corev1.PodList{}
+		if err := kube.List(t.Context(), pods, client.MatchingLabels{"app": app}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range pods.Items {
+			p := pods.Items[i].DeepCopy()
+			p.Spec.NodeName = ""
+			in.Pods = append(in.Pods, p)
+		}
 	}
+	// In the order the controller's snapshot has them.
+	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
 	plan, err := scheduling.Solve(in, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plan.Cost()
+	return plan, its
 }
 
 // Scale up to 20 and down to 2: consolidation removes and replaces nodes, one at a

@@ -45,6 +45,18 @@ func TestNodePoolStatusAndMissingNodeClass(t *testing.T) {
 	eventually(t, time.Minute, "an event on the stranded pod", func(ctx context.Context) (bool, string) {
 		return podEvent(ctx, "stranded", "FailedScheduling", "SimNodeClass absent")
 	})
+	// The NodeClass arrives: the NodePool turns Ready without any change of its own,
+	// and the stranded pod gets its node.
+	create(t, simNodeClass("absent"))
+	eventually(t, time.Minute, "NodePool orphan True/Ready once its NodeClass exists", func(ctx context.Context) (bool, string) {
+		np := &v1.NodePool{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: "orphan"}, np); err != nil {
+			return false, err.Error()
+		}
+		got := condition(np, v1.ConditionTypeReady)
+		return got == "True/Ready", "Ready " + got
+	})
+	runningOn(t, "stranded", 1)
 }
 
 // podEvent finds an event of reason on a pod of app whose message contains text.
@@ -77,16 +89,57 @@ func TestLimitsStopGrowth(t *testing.T) {
 	eventually(t, 2*time.Minute, "a limit event", func(ctx context.Context) (bool, string) {
 		return podEvent(ctx, "capped", "FailedScheduling", "limit cpu=4 reached")
 	})
-	claims := &v1.NodeClaimList{}
-	if err := kube.List(t.Context(), claims, client.MatchingLabels{v1.NodePoolLabelKey: "limited"}); err != nil {
-		t.Fatal(err)
+	// Once its claims have launched, the NodePool holds at most 4 cpu, its status
+	// counts them, and it stays so: the pods left over stay pending.
+	var launched resource.Quantity
+	eventually(t, time.Minute, "the claims launched and counted in the NodePool's status", func(ctx context.Context) (bool, string) {
+		claims := &v1.NodeClaimList{}
+		if err := kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: "limited"}); err != nil {
+			return false, err.Error()
+		}
+		launched = resource.Quantity{}
+		for _, nc := range claims.Items {
+			if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeLaunched) {
+				return false, "claim " + nc.Name + " not launched"
+			}
+			launched.Add(nc.Status.Capacity[corev1.ResourceCPU])
+		}
+		np := &v1.NodePool{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: "limited"}, np); err != nil {
+			return false, err.Error()
+		}
+		counted := np.Status.Resources[corev1.ResourceCPU]
+		nodes := np.Status.Resources["nodes"]
+		return len(claims.Items) > 0 && counted.Cmp(launched) == 0 && nodes.Value() == int64(len(claims.Items)),
+			fmt.Sprintf("%d claims of %s cpu; status: %s cpu, %s nodes", len(claims.Items), launched.String(), counted.String(), nodes.String())
+	})
+	if launched.Cmp(resource.MustParse("4")) > 0 {
+		t.Errorf("NodePool limited launched %s cpu, over its limit of 4", launched.String())
 	}
-	total := resource.Quantity{}
-	for _, nc := range claims.Items {
-		cpu := nc.Status.Capacity[corev1.ResourceCPU]
-		total.Add(cpu)
-	}
-	if total.Cmp(resource.MustParse("4")) > 0 {
-		t.Errorf("NodePool limited launched %s cpu, over its limit of 4", total.String())
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		claims := &v1.NodeClaimList{}
+		pods := &corev1.PodList{}
+		if err := kube.List(t.Context(), claims, client.MatchingLabels{v1.NodePoolLabelKey: "limited"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.List(t.Context(), pods, client.MatchingLabels{"app": "capped"}); err != nil {
+			t.Fatal(err)
+		}
+		total := resource.Quantity{}
+		for _, nc := range claims.Items {
+			total.Add(nc.Status.Capacity[corev1.ResourceCPU])
+		}
+		pending := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" {
+				pending++
+			}
+		}
+		if total.Cmp(resource.MustParse("4")) > 0 || pending == 0 || pending == len(pods.Items) {
+			t.Fatalf("%d claims of %s cpu, %d of %d pods pending; want at most 4 cpu and some pods running, the rest pending",
+				len(claims.Items), total.String(), pending, len(pods.Items))
+		}
+		time.Sleep(time.Second)
 	}
 }

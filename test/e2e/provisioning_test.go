@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 func deployment(name string, replicas int32, cpu, memory string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
@@ -134,4 +137,95 @@ func TestDeploymentScalesUp(t *testing.T) {
 	if len(again.Items) != len(claims.Items) {
 		t.Errorf("%d NodeClaims after the pods ran, %d before: provisioned twice", len(again.Items), len(claims.Items))
 	}
+}
+
+// Mixed Deployments scaled from 0 at once: every pod runs on a node of the NodePool,
+// and the nodes launched for them are the plan the scheduling engine makes for the
+// same pods on an empty NodePool: as many nodes, of the same instance types, at the
+// same price. (A node made later for a pod the kube-scheduler put somewhere other
+// than planned is logged, not counted: where it binds is the kube-scheduler's call.)
+func TestMixedDeploymentsMatchThePlan(t *testing.T) {
+	taint := corev1.Taint{Key: "dedicated", Value: "mixed", Effect: corev1.TaintEffectNoSchedule}
+	create(t, simNodeClass("mixed"), nodePool("mixed", "mixed", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "mixed"}
+		// Its own taint, so no other test's pods join the batch; spot only, so no
+		// offering another test made unavailable is in the plan.
+		np.Spec.Template.Spec.Taints = []corev1.Taint{taint}
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}}}
+	}))
+	only := func(s *corev1.PodSpec) {
+		s.NodeSelector = map[string]string{"pool": "mixed"}
+		s.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}}
+	}
+	shapes := []struct {
+		app         string
+		replicas    int32
+		cpu, memory string
+	}{{"mixed-small", 9, "250m", "512Mi"}, {"mixed-medium", 5, "1", "2Gi"}, {"mixed-large", 3, "1500m", "6Gi"}}
+	var apps []string
+	want := 0
+	for _, s := range shapes {
+		create(t, deployment(s.app, 0, s.cpu, s.memory, only))
+		apps = append(apps, s.app)
+		want += int(s.replicas)
+	}
+	for _, s := range shapes {
+		scale(t, s.app, s.replicas)
+	}
+	for _, s := range shapes {
+		for _, n := range nodesOf(t, s.app, int(s.replicas)) {
+			if n.Labels[v1.NodePoolLabelKey] != "mixed" {
+				t.Errorf("a pod of %s runs on node %s of NodePool %q", s.app, n.Name, n.Labels[v1.NodePoolLabelKey])
+			}
+		}
+	}
+	plan, its := freshPlan(t, "mixed", apps...)
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), claims, client.MatchingLabels{v1.NodePoolLabelKey: "mixed"}); err != nil {
+		t.Fatal(err)
+	}
+	// Each planned node is a claim asking for the same resources, launched as the
+	// plan's cheapest type at the plan's price.
+	unmatched := slices.Clone(claims.Items)
+	price := 0.0
+	for _, n := range plan.NewNodes {
+		i := slices.IndexFunc(unmatched, func(nc v1.NodeClaim) bool {
+			return nc.Labels[v1.LabelInstanceType] == n.InstanceType.Name && sameRequests(nc.Spec.Resources.Requests, n.Requests)
+		})
+		if i < 0 {
+			t.Errorf("no NodeClaim for the planned %s node with %d pods (requests %v)", n.InstanceType.Name, len(n.Pods), n.Requests)
+			continue
+		}
+		p, ok := scheduling.OfferingPrice(its, unmatched[i].Labels)
+		if !ok {
+			t.Errorf("NodeClaim %s launched an offering the catalog does not sell: %v", unmatched[i].Name, unmatched[i].Labels)
+		}
+		price += p
+		unmatched = slices.Delete(unmatched, i, i+1)
+	}
+	if math.Abs(price-plan.Cost()) > 1e-6 {
+		t.Errorf("the planned nodes cost $%.4f/hour as launched, $%.4f/hour in the plan", price, plan.Cost())
+	}
+	// A pod the kube-scheduler puts on a node other than planned can take another's
+	// room; a node made for that one is logged. A handful at most.
+	for _, nc := range unmatched {
+		t.Logf("NodeClaim %s (%s, requests %v) was made later, for a pod whose room the kube-scheduler gave another", nc.Name,
+			nc.Labels[v1.LabelInstanceType], nc.Spec.Resources.Requests)
+	}
+	if len(unmatched) > 2 {
+		t.Errorf("%d NodeClaims beyond the plan's %d", len(unmatched), len(plan.NewNodes))
+	}
+	t.Logf("%d pods; the plan's %d nodes launched as planned at $%.4f/hour", want, len(plan.NewNodes), price)
+}
+
+// sameRequests compares the cpu and memory of two request lists.
+func sameRequests(a, b corev1.ResourceList) bool {
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		qa, qb := a[name], b[name]
+		if qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
 }

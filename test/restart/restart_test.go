@@ -94,8 +94,11 @@ func TestKillMidProvisioning(t *testing.T) {
 		}
 		return running == 6, fmt.Sprintf("%d of 6 running", running)
 	})
-	// One instance per claim, one claim per instance.
-	poll(t, time.Minute, "instances and claims match", func(ctx context.Context) (bool, string) {
+	// One instance per claim, one claim per instance, right away: not only once
+	// garbage collection (30 s grace) has had a chance to clean up. And no claim
+	// twice: the pods need six nodes (a 2-vCPU type holds one pod of 1 cpu), and
+	// the second controller makes only those the first did not.
+	poll(t, 5*time.Second, "six claims, instances and nodes, matching", func(ctx context.Context) (bool, string) {
 		claims := &v1.NodeClaimList{}
 		instances := &v1alpha1.SimInstanceList{}
 		if err := kube.List(ctx, claims); err != nil {
@@ -116,6 +119,13 @@ func TestKillMidProvisioning(t *testing.T) {
 		}
 		if len(perClaim) > 0 {
 			return false, fmt.Sprintf("instances without a claim: %v", perClaim)
+		}
+		nodes := &corev1.NodeList{}
+		if err := kube.List(ctx, nodes, client.HasLabels{v1.NodePoolLabelKey}); err != nil {
+			return false, err.Error()
+		}
+		if len(claims.Items) != 6 || len(nodes.Items) != 6 {
+			return false, fmt.Sprintf("%d claims and %d nodes, want 6 of each", len(claims.Items), len(nodes.Items))
 		}
 		return true, ""
 	})

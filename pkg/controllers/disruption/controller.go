@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -137,15 +136,8 @@ func (c *Controller) input(ctx context.Context) (*disrupt.Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	pdbs := &policyv1.PodDisruptionBudgetList{}
-	if err := c.kube.List(ctx, pdbs); err != nil {
-		return nil, err
-	}
-	in := &disrupt.Input{Now: c.clock.Now(), Cluster: snap.Input, Claims: snap.Claims,
+	in := &disrupt.Input{Now: c.clock.Now(), Cluster: snap.Input, Claims: snap.Claims, PDBs: snap.PDBs,
 		ProviderDrift: map[string]string{}, Options: disrupt.Options{MinSavings: c.opts.MinSavings}}
-	for i := range pdbs.Items {
-		in.PDBs = append(in.PDBs, &pdbs.Items[i])
-	}
 	for _, nc := range snap.Claims {
 		if nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
 			continue

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -31,23 +32,54 @@ const HashVersion = "v1"
 
 // Controller is the NodePool status controller.
 type Controller struct {
-	kube client.Client
+	kube        client.Client
+	nodeClasses []client.Object
 }
 
-// NewController returns the controller.
-func NewController(kube client.Client) *Controller { return &Controller{kube: kube} }
+// NewController returns the controller. nodeClasses are the NodeClass kinds the
+// cloud provider serves (e.g. SimNodeClass): a change to one refreshes the
+// NodePools that refer to it, so a NodeClass created or turning ready after its
+// NodePool makes the NodePool ready.
+func NewController(kube client.Client, nodeClasses ...client.Object) *Controller {
+	return &Controller{kube: kube, nodeClasses: nodeClasses}
+}
 
-// Register adds the controller to mgr; NodeClaim changes refresh their pool.
+// Register adds the controller to mgr; NodeClaim changes refresh their pool, and
+// NodeClass changes the pools that refer to it.
 func (c *Controller) Register(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("nodepool.status").
+	b := ctrl.NewControllerManagedBy(mgr).Named("nodepool.status").
 		For(&v1.NodePool{}).
 		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if pool := o.GetLabels()[v1.NodePoolLabelKey]; pool != "" {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pool}}}
 			}
 			return nil
-		})).
-		Complete(c)
+		}))
+	for _, kind := range c.nodeClasses {
+		gvk, err := apiutil.GVKForObject(kind, mgr.GetScheme())
+		if err != nil {
+			return err
+		}
+		b = b.Watches(kind, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return c.poolsReferring(ctx, gvk.GroupKind(), o.GetName())
+		}))
+	}
+	return b.Complete(c)
+}
+
+// poolsReferring lists the NodePools whose template names the NodeClass.
+func (c *Controller) poolsReferring(ctx context.Context, kind schema.GroupKind, name string) []reconcile.Request {
+	pools := &v1.NodePoolList{}
+	if err := c.kube.List(ctx, pools, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, np := range pools.Items {
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Group == kind.Group && ref.Kind == kind.Kind && ref.Name == name {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: np.Name}})
+		}
+	}
+	return out
 }
 
 // Reconcile refreshes one NodePool.

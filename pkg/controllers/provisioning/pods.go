@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,7 +30,9 @@ func NewPodTrigger(kube client.Client, p *Provisioner) *PodTrigger {
 
 // Register adds the controller to a manager. A NodeClaim that goes away (its launch
 // failed, its node was removed) wakes the provisioner too: the pods it was for are
-// still pending, and nothing else about them changed.
+// still pending, and nothing else about them changed. So does a NodePool that is
+// new, changed, or turned ready (its NodeClass came): pods no NodePool could take
+// may fit it now, and the kube-scheduler may not look at them again for minutes.
 func (c *PodTrigger) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("provisioning.pods").For(&corev1.Pod{}).
 		Watches(&v1.NodeClaim{}, handler.Funcs{
@@ -37,7 +40,25 @@ func (c *PodTrigger) Register(mgr ctrl.Manager) error {
 				c.provisioner.Trigger()
 			},
 		}).
+		Watches(&v1.NodePool{}, handler.Funcs{
+			CreateFunc: func(context.Context, event.TypedCreateEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				c.provisioner.Trigger()
+			},
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if NodePoolChangeMatters(e.ObjectOld.(*v1.NodePool), e.ObjectNew.(*v1.NodePool)) {
+					c.provisioner.Trigger()
+				}
+			},
+		}).
 		Complete(c)
+}
+
+// NodePoolChangeMatters reports a change that can let pending pods fit: the spec
+// (a new generation) or readiness. Its status counts of nodes and resources change
+// with every claim and do not.
+func NodePoolChangeMatters(old, updated *v1.NodePool) bool {
+	return old.Generation != updated.Generation ||
+		meta.IsStatusConditionTrue(old.Status.Conditions, v1.ConditionTypeReady) != meta.IsStatusConditionTrue(updated.Status.Conditions, v1.ConditionTypeReady)
 }
 
 // Reconcile triggers a batch for a provisionable pod.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -140,5 +141,88 @@ func TestTriggerForAWaitingPodOnlyWakes(t *testing.T) {
 	case <-p.trigger:
 	default:
 		t.Error("a new pod did not trigger")
+	}
+}
+
+// A batch closes once no new pod came for BatchIdle, or BatchMax after it opened
+// however busy; each new pod restarts the idle wait.
+func TestBatchWindow(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		triggerAt []time.Duration // new pods, after the batch opened
+		closeAt   time.Duration
+	}{
+		{"idle", nil, time.Second},
+		{"a new pod restarts the idle wait", []time.Duration{500 * time.Millisecond}, 1500 * time.Millisecond},
+		{"busy until the maximum", []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second,
+			2500 * time.Millisecond, 3 * time.Second, 3500 * time.Millisecond, 4 * time.Second, 4500 * time.Millisecond}, 5 * time.Second},
+	} {
+		clk := clocktesting.NewFakeClock(start)
+		p := NewProvisioner(nil, nil, nil, nil, clk, Options{BatchIdle: time.Second, BatchMax: 5 * time.Second})
+		closed := make(chan time.Time, 1)
+		go func() {
+			p.waitForBatch(t.Context())
+			closed <- clk.Now()
+		}()
+		// The clock moves only once the batch waits on it: for its maximum and its
+		// idle time, and after each new pod for a new idle time.
+		waiters := func(n int) {
+			for clk.Waiters() < n {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		waiters(2)
+		step := 100 * time.Millisecond
+		var got time.Time
+	loop:
+		for elapsed := step; elapsed <= 10*time.Second; elapsed += step {
+			before := clk.Waiters()
+			clk.Step(step)
+			if clk.Waiters() < before {
+				// A timer fired: the batch closes now, or it was an idle wait a
+				// new pod replaced, which nothing listens to any more.
+				select {
+				case got = <-closed:
+					break loop
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+			if slices.Contains(tc.triggerAt, elapsed) {
+				n := clk.Waiters()
+				p.TriggerFor(types.UID(elapsed.String()))
+				waiters(n + 1)
+			}
+		}
+		if got.Sub(start) != tc.closeAt {
+			t.Errorf("%s: the batch closed after %s, want %s", tc.name, got.Sub(start), tc.closeAt)
+		}
+	}
+}
+
+func TestNodePoolChangeMatters(t *testing.T) {
+	ready := func(np *v1.NodePool, status metav1.ConditionStatus) *v1.NodePool {
+		cp := np.DeepCopy()
+		cp.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeReady, Status: status}}
+		return cp
+	}
+	base := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1}}
+	counted := base.DeepCopy()
+	counted.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	changed := base.DeepCopy()
+	changed.Generation = 2
+	for _, tc := range []struct {
+		name     string
+		old, new *v1.NodePool
+		want     bool
+	}{
+		{"status counts", base, counted, false},
+		{"spec", base, changed, true},
+		{"turned ready", ready(base, metav1.ConditionFalse), ready(base, metav1.ConditionTrue), true},
+		{"still ready", ready(base, metav1.ConditionTrue), ready(counted, metav1.ConditionTrue), false},
+	} {
+		if got := NodePoolChangeMatters(tc.old, tc.new); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

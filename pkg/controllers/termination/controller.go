@@ -39,11 +39,12 @@ type Controller struct {
 	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
 	clock    clock.Clock
+	backoff  *evictionBackoff
 }
 
 // NewController returns the controller.
 func NewController(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.Clock) *Controller {
-	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk}
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, backoff: newEvictionBackoff()}
 }
 
 // Register adds the controller, and the pod index it reads by, to mgr. The
@@ -141,8 +142,11 @@ func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 		expired = !c.clock.Now().Before(node.DeletionTimestamp.Add(tgp.Duration))
 	}
 	plan := PlanDrain(pods.Items, expired)
+	now := c.clock.Now()
 	for _, p := range plan.Evict {
-		c.evict(ctx, p)
+		if c.backoff.due(p.UID, now) {
+			c.evict(ctx, p, now)
+		}
 	}
 	for _, p := range plan.Delete {
 		// terminationGracePeriod is up: the pod goes now, PDB or not.
@@ -158,14 +162,17 @@ func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	return plan.Done, nil
 }
 
-func (c *Controller) evict(ctx context.Context, p *corev1.Pod) {
+func (c *Controller) evict(ctx context.Context, p *corev1.Pod, now time.Time) {
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	err := c.kube.SubResource("eviction").Create(ctx, p, eviction)
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
+		c.backoff.forget(p.UID)
 	case apierrors.IsTooManyRequests(err):
-		// A PodDisruptionBudget said no; the next pass asks again.
-		c.recorder.Eventf(p, corev1.EventTypeWarning, "FailedEviction", "Eviction refused (PodDisruptionBudget): %v", err)
+		// A PodDisruptionBudget said no: ask again after a backoff.
+		next := c.backoff.refused(p.UID, now)
+		c.recorder.Eventf(p, corev1.EventTypeWarning, "FailedEviction", "Eviction refused (PodDisruptionBudget), retrying in %s: %v",
+			next.Sub(now).Round(time.Second), err)
 	default:
 		log.FromContext(ctx).Error(err, "evicting", "pod", client.ObjectKeyFromObject(p))
 	}

@@ -65,18 +65,23 @@ func (c *Controller) Collect(ctx context.Context) error {
 		return err
 	}
 	owned := map[string]bool{}
-	byName := map[string]bool{}
+	launching := map[string]bool{}
 	for _, nc := range claims.Items {
-		owned[nc.Status.ProviderID] = true
-		byName[nc.Name] = true
+		if nc.Status.ProviderID == "" {
+			launching[nc.Name] = true
+		} else {
+			owned[nc.Status.ProviderID] = true
+		}
 	}
 	live := map[string]bool{}
 	now := c.clock.Now()
 	for _, inst := range instances {
 		id := inst.Status.ProviderID
 		live[id] = true
-		// A claim still launching (no provider ID yet) owns its instance by name.
-		if owned[id] || byName[inst.Name] {
+		// A claim still launching (no provider ID yet) owns its instance by name; a
+		// claim that records another instance does not: this one is a duplicate
+		// launch (a retry that did not see the first), and would leak.
+		if owned[id] || launching[inst.Name] {
 			delete(c.firstSeen, id)
 			continue
 		}

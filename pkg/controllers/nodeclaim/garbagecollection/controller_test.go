@@ -15,6 +15,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
@@ -44,13 +45,15 @@ func TestLeaksAndVanishedInstances(t *testing.T) {
 		return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodeClaimSpec{NodeClassRef: ref,
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"fake-it-0"}}}}}
 	}
-	// An instance whose claim recorded it, one whose claim is still launching, and
-	// one nobody owns.
+	// An instance whose claim recorded it, a second launch for the same claim that
+	// the claim does not record (a retry that did not see the first), one whose
+	// claim is still launching, and one nobody owns.
 	owned := newClaim("owned")
 	if err := kube.Create(ctx, owned); err != nil {
 		t.Fatal(err)
 	}
 	launchedOwned, _ := cloud.Create(ctx, owned)
+	duplicate, _ := cloud.Create(ctx, owned)
 	owned.Status.ProviderID = launchedOwned.Status.ProviderID
 	meta.SetStatusCondition(&owned.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.NewTime(clk.Now())})
 	if err := kube.Status().Update(ctx, owned); err != nil {
@@ -66,7 +69,7 @@ func TestLeaksAndVanishedInstances(t *testing.T) {
 	if err := gc.Collect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if cloud.Instances() != 3 {
+	if cloud.Instances() != 4 {
 		t.Fatalf("%d instances after the first pass; a leak is only terminated after the grace period", cloud.Instances())
 	}
 	clk.Step(Grace + time.Second)
@@ -74,7 +77,13 @@ func TestLeaksAndVanishedInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cloud.Instances() != 2 {
-		t.Errorf("%d instances, want the leaked one terminated and the two owned kept", cloud.Instances())
+		t.Errorf("%d instances, want the leaked one and the duplicate terminated and the two owned kept", cloud.Instances())
+	}
+	if _, err := cloud.Get(ctx, duplicate.Status.ProviderID); !cloudprovider.IsNodeClaimNotFound(err) {
+		t.Errorf("the duplicate launch %s is still there: %v", duplicate.Status.ProviderID, err)
+	}
+	if _, err := cloud.Get(ctx, launchedOwned.Status.ProviderID); err != nil {
+		t.Errorf("the claim's own instance was terminated: %v", err)
 	}
 	// The owned claim's instance vanishes: the claim goes.
 	if err := cloud.Delete(ctx, launchedOwned); err != nil {

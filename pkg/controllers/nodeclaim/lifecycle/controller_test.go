@@ -2,7 +2,9 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,5 +276,161 @@ func TestClaimDeletedWhileLaunching(t *testing.T) {
 	c.launches.forgetClaim("c")
 	if _, kept := c.launches.deleted["b"]; kept {
 		t.Error("a deletion older than any launch is still remembered")
+	}
+}
+
+// launchTest is a lifecycle controller over a fake cluster holding claims, and the
+// fake cloud it launches through.
+func launchTest(t *testing.T, clk *clocktesting.FakeClock, claims ...*v1.NodeClaim) (*Controller, client.Client, *fakecloud.CloudProvider, *record.FakeRecorder) {
+	t.Helper()
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1.NodeClaim{}).
+		WithIndex(&corev1.Node{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
+			return []string{o.(*corev1.Node).Spec.ProviderID}
+		})
+	for _, nc := range claims {
+		b = b.WithObjects(nc)
+	}
+	kube := b.Build()
+	cloud := fakecloud.New(schedtest.SyntheticTypes(2))
+	recorder := record.NewFakeRecorder(10)
+	return NewController(kube, cloud, cloudprovider.NewUnavailableOfferings(clk, time.Minute), recorder, clk), kube, cloud, recorder
+}
+
+func pendingClaim(name string, created time.Time) *v1.NodeClaim {
+	return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1.TerminationFinalizer},
+		CreationTimestamp: metav1.NewTime(created)},
+		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"fake-it-0"}},
+			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}},
+			{Key: v1.LabelZone, Operator: v1.NodeSelectorOpIn, Values: []string{"zone-a"}}}}}
+}
+
+func reconcileClaim(t *testing.T, c *Controller, name string) (reconcile.Result, error) {
+	t.Helper()
+	return c.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+}
+
+func deleting(t *testing.T, kube client.Client, name string) bool {
+	t.Helper()
+	nc := &v1.NodeClaim{}
+	err := kube.Get(t.Context(), client.ObjectKey{Name: name}, nc)
+	return err != nil || nc.DeletionTimestamp != nil
+}
+
+func event(recorder *record.FakeRecorder, reason string) bool {
+	for {
+		select {
+		case e := <-recorder.Events:
+			if strings.Contains(e, reason) {
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
+
+// Insufficient capacity for every allowed offering deletes the claim, so its pods
+// are planned again, and marks the offerings unavailable so that plan avoids them.
+func TestInsufficientCapacityDeletesTheClaim(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	c, kube, cloud, recorder := launchTest(t, clk, pendingClaim("scarce", clk.Now()))
+	offering := cloudprovider.UnavailableOffering{InstanceType: "fake-it-0", Zone: "zone-a", CapacityType: v1.CapacityTypeSpot}
+	cloud.Unavailable[offering] = true
+	if _, err := reconcileClaim(t, c, "scarce"); err != nil {
+		t.Fatal(err)
+	}
+	if !deleting(t, kube, "scarce") || !event(recorder, "InsufficientCapacity") {
+		t.Error("the claim was not deleted with an InsufficientCapacity event")
+	}
+	for _, it := range c.unavailable.Apply(schedtest.SyntheticTypes(2)) {
+		for _, o := range it.Offerings {
+			if it.Name == offering.InstanceType && o.Zone == offering.Zone && o.CapacityType == offering.CapacityType && o.Available {
+				t.Error("the offering that had no capacity is still offered to the next plan")
+			}
+		}
+	}
+	if cloud.Instances() != 0 {
+		t.Errorf("%d instances launched", cloud.Instances())
+	}
+}
+
+// A NodeClass that is not ready says so on the claim (Launched False) and is asked
+// again later; other cloud errors are returned, so the controller retries with
+// backoff, and the launch succeeds once the cloud answers.
+func TestLaunchErrorsAreRetried(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	c, kube, cloud, _ := launchTest(t, clk, pendingClaim("a", clk.Now()))
+	cloud.NextErrors["Create"] = []error{
+		&cloudprovider.NodeClassNotReadyError{Kind: "SimNodeClass", Name: "default", Reason: "not found"},
+		errors.New("cloud API throttled"),
+	}
+	res, err := reconcileClaim(t, c, "a")
+	if err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("NodeClassNotReady: result %+v, error %v; want a requeue and no error", res, err)
+	}
+	nc := &v1.NodeClaim{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Name: "a"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeLaunched); cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "NodeClassNotReady" {
+		t.Errorf("Launched condition %+v, want False/NodeClassNotReady", cond)
+	}
+	if _, err := reconcileClaim(t, c, "a"); err == nil || !strings.Contains(err.Error(), "throttled") {
+		t.Errorf("a cloud error: %v, want it returned for a retry", err)
+	}
+	if _, err := reconcileClaim(t, c, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(t.Context(), client.ObjectKey{Name: "a"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	if nc.Status.ProviderID == "" || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeLaunched) || cloud.Instances() != 1 {
+		t.Errorf("after the errors: provider ID %q, conditions %v, %d instances; want launched once", nc.Status.ProviderID, nc.Status.Conditions, cloud.Instances())
+	}
+}
+
+// A claim not launched within LaunchTimeout, or whose Node does not register within
+// RegistrationTimeout of its launch, is deleted.
+func TestLivenessTimeouts(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	stuck := pendingClaim("stuck", clk.Now().Add(-LaunchTimeout-time.Second))
+	young := pendingClaim("young", clk.Now().Add(-LaunchTimeout+time.Minute))
+	c, kube, cloud, recorder := launchTest(t, clk, stuck, young)
+	cloud.NextErrors["Create"] = []error{errors.New("cloud down")}
+	if _, err := reconcileClaim(t, c, "young"); err == nil {
+		t.Fatal("a failing launch reported no error")
+	}
+	if deleting(t, kube, "young") {
+		t.Error("a claim inside its launch timeout was deleted")
+	}
+	if _, err := reconcileClaim(t, c, "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	if !deleting(t, kube, "stuck") || !event(recorder, "LaunchTimedOut") {
+		t.Error("a claim past its launch timeout was not deleted with a LaunchTimedOut event")
+	}
+
+	// young launches; its Node never comes.
+	if _, err := reconcileClaim(t, c, "young"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(RegistrationTimeout - time.Minute)
+	if _, err := reconcileClaim(t, c, "young"); err != nil {
+		t.Fatal(err)
+	}
+	if deleting(t, kube, "young") {
+		t.Error("a claim inside its registration timeout was deleted")
+	}
+	clk.Step(2 * time.Minute)
+	if _, err := reconcileClaim(t, c, "young"); err != nil {
+		t.Fatal(err)
+	}
+	if !deleting(t, kube, "young") || !event(recorder, "RegistrationTimedOut") {
+		t.Error("a claim past its registration timeout was not deleted with a RegistrationTimedOut event")
 	}
 }

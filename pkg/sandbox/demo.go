@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,8 +14,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,21 +114,17 @@ func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error
 // seedDeployment reads the Deployment of the seed example; the sandbox already has
 // the example's NodePool (its own default NodePool, with consolidation on).
 func seedDeployment() (*appsv1.Deployment, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(examples.Seed)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("examples/seed/inflate.yaml has no Deployment")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading examples/seed/inflate.yaml: %w", err)
+	objs, err := documents(examples.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("reading examples/seed/inflate.yaml: %w", err)
+	}
+	for _, obj := range objs {
+		if obj.GetKind() != "Deployment" {
+			continue
 		}
 		d := &appsv1.Deployment{}
-		if err := utilyaml.Unmarshal(doc, d); err != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {
 			return nil, fmt.Errorf("reading examples/seed/inflate.yaml: %w", err)
-		}
-		if d.Kind != "Deployment" {
-			continue
 		}
 		if d.Namespace == "" {
 			d.Namespace = "default"
@@ -140,6 +134,7 @@ func seedDeployment() (*appsv1.Deployment, error) {
 		}
 		return d, nil
 	}
+	return nil, errors.New("examples/seed/inflate.yaml has no Deployment")
 }
 
 // describeWorkload says what a Deployment asks for: "10 replicas of 1 cpu and 1Gi".

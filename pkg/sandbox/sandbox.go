@@ -140,24 +140,36 @@ func apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
 	if err != nil {
 		return err
 	}
+	objs, err := documents(manifests)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := kube.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// documents reads the objects of a multi-document YAML file, skipping empty ones.
+func documents(manifests []byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return out, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		obj := &unstructured.Unstructured{}
 		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
-			return err
+			return nil, err
 		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		if err := kube.Create(ctx, obj); err != nil {
-			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		if len(obj.Object) > 0 {
+			out = append(out, obj)
 		}
 	}
 }

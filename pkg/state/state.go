@@ -183,7 +183,8 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		}
 		in.Nodes = append(in.Nodes, &scheduling.Node{Node: n, Pods: bound[n.Name]})
 	}
-	typesOf := map[string][]*scheduling.InstanceType{}
+	// Each pool's types by name, for the reservations of its launching claims.
+	typesOf := map[string]map[string]*scheduling.InstanceType{}
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		if np.DeletionTimestamp != nil {
@@ -194,7 +195,11 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		if pool.InstanceTypes, err = instanceTypes(np); err != nil {
 			pool.Unavailable = err.Error()
 		}
-		typesOf[np.Name] = pool.InstanceTypes
+		byName := make(map[string]*scheduling.InstanceType, len(pool.InstanceTypes))
+		for _, it := range pool.InstanceTypes {
+			byName[it.Name] = it
+		}
+		typesOf[np.Name] = byName
 		snap.NodePools = append(snap.NodePools, np)
 		in.NodePools = append(in.NodePools, pool)
 	}
@@ -206,7 +211,7 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		}
 		node := LaunchingNode(nc)
 		if len(nc.Status.Capacity) == 0 {
-			if reserved := ReservedCapacity(nc, typesOf[nc.Labels[v1.NodePoolLabelKey]]); len(reserved) > 0 {
+			if reserved := reservedCapacity(nc, typesOf[nc.Labels[v1.NodePoolLabelKey]]); len(reserved) > 0 {
 				node.Status.Capacity = reserved
 			}
 		}
@@ -277,13 +282,13 @@ func Provisionable(p *corev1.Pod) bool {
 	return false
 }
 
-// ReservedCapacity is what a claim that has not launched yet counts against its
+// reservedCapacity is what a claim that has not launched yet counts against its
 // NodePool's limits: for each resource, the most any of its instance-type options
 // has. The plan reserved the capacity of the cheapest option and kept only options
 // no larger in a limited resource, so this is that reservation; counting only the
 // requests the claim was made for would let the next batch, planning before the
-// launch, go past a limit.
-func ReservedCapacity(nc *v1.NodeClaim, types []*scheduling.InstanceType) corev1.ResourceList {
+// launch, go past a limit. types are the NodePool's instance types by name.
+func reservedCapacity(nc *v1.NodeClaim, types map[string]*scheduling.InstanceType) corev1.ResourceList {
 	var options []string
 	for _, r := range nc.Spec.Requirements {
 		if r.Key == v1.LabelInstanceType && r.Operator == v1.NodeSelectorOpIn {
@@ -291,8 +296,9 @@ func ReservedCapacity(nc *v1.NodeClaim, types []*scheduling.InstanceType) corev1
 		}
 	}
 	out := corev1.ResourceList{}
-	for _, it := range types {
-		if !slices.Contains(options, it.Name) {
+	for _, option := range options {
+		it, ok := types[option]
+		if !ok {
 			continue
 		}
 		for name, q := range it.Capacity {

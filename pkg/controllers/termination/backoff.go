@@ -18,10 +18,8 @@ const (
 
 // evictionBackoff remembers, per pod, when its eviction may be asked for again.
 type evictionBackoff struct {
-	mu    sync.Mutex
-	pods  map[types.UID]retry
-	base  time.Duration
-	limit time.Duration
+	mu   sync.Mutex
+	pods map[types.UID]retry
 }
 
 type retry struct {
@@ -30,7 +28,7 @@ type retry struct {
 }
 
 func newEvictionBackoff() *evictionBackoff {
-	return &evictionBackoff{pods: map[types.UID]retry{}, base: evictionBaseDelay, limit: evictionMaxDelay}
+	return &evictionBackoff{pods: map[types.UID]retry{}}
 }
 
 // due reports whether the pod's eviction may be asked for at now.
@@ -46,16 +44,13 @@ func (b *evictionBackoff) refused(uid types.UID, now time.Time) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.pods[uid]
-	delay := b.base << min(r.refusals, 30)
-	if delay > b.limit || delay <= 0 {
-		delay = b.limit
-	}
+	delay := min(evictionBaseDelay<<min(r.refusals, 10), evictionMaxDelay)
 	r.refusals++
 	r.next = now.Add(delay)
 	b.pods[uid] = r
 	// Forget pods not asked about for a while: they were deleted some other way.
 	for id, old := range b.pods {
-		if now.Sub(old.next) > 10*b.limit {
+		if now.Sub(old.next) > 10*evictionMaxDelay {
 			delete(b.pods, id)
 		}
 	}

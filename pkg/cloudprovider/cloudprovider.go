@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -44,6 +47,20 @@ type CloudProvider interface {
 	IsDrifted(ctx context.Context, claim *v1.NodeClaim) (DriftReason, error)
 	// Name is the provider's name, e.g. "sim".
 	Name() string
+	// NodeClassKinds are the NodeClass kinds the provider launches from (e.g.
+	// tailor.sh/SimNodeClass). A claim of any other kind belongs to another
+	// controller (Karpenter itself, during a cut-over) and is never touched.
+	NodeClassKinds() []schema.GroupKind
+}
+
+// Manages reports whether the claim's NodeClass is a kind cp launches from: only
+// those claims are launched, collected, drained, terminated or disrupted.
+func Manages(cp CloudProvider, claim *v1.NodeClaim) bool {
+	ref := claim.Spec.NodeClassRef
+	if ref == nil {
+		return false
+	}
+	return slices.Contains(cp.NodeClassKinds(), schema.GroupKind{Group: ref.Group, Kind: ref.Kind})
 }
 
 // DriftReason says why an instance drifted from its NodeClass.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -186,6 +188,11 @@ func (c *CloudProvider) IsDrifted(_ context.Context, claim *v1.NodeClaim) (cloud
 
 // Name is "fake".
 func (c *CloudProvider) Name() string { return "fake" }
+
+// NodeClassKinds is tailor.sh/SimNodeClass, the kind the tests' claims name.
+func (c *CloudProvider) NodeClassKinds() []schema.GroupKind {
+	return []schema.GroupKind{{Group: "tailor.sh", Kind: "SimNodeClass"}}
+}
 
 // Instances is the number of running instances.
 func (c *CloudProvider) Instances() int {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -119,3 +121,5 @@ func (d *decorator) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (cloudpr
 }
 
 func (d *decorator) Name() string { return d.cp.Name() }
+
+func (d *decorator) NodeClassKinds() []schema.GroupKind { return d.cp.NodeClassKinds() }

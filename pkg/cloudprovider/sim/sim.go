@@ -17,6 +17,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +52,11 @@ var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 // New returns the simulated cloud, keeping its inventory through kube.
 func New(kube client.Client, clk clock.Clock) *CloudProvider {
 	return &CloudProvider{kube: kube, clock: clk, catalogs: map[string][]*scheduling.InstanceType{}}
+}
+
+// NodeClassKinds is tailor.sh/SimNodeClass.
+func (c *CloudProvider) NodeClassKinds() []schema.GroupKind {
+	return []schema.GroupKind{{Group: v1alpha1.Group, Kind: "SimNodeClass"}}
 }
 
 // Name is "sim".

@@ -5,13 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/nodetailor/tailor/internal/faults"
 	"github.com/nodetailor/tailor/pkg/operator"
 )
 
@@ -52,6 +55,16 @@ func runController(opts operator.Options, stderr io.Writer) error {
 	cfg, err := operator.RESTConfig(opts)
 	if err != nil {
 		return err
+	}
+	// Reliability tests make the controller's writes fail (TAILOR_FAULT_WRITE_RATE,
+	// see internal/faults); unset, nothing changes.
+	if inj, err := faults.FromEnv(os.Getenv); err != nil {
+		return err
+	} else if inj != nil {
+		inj.WrapConfig(cfg)
+		if err := metrics.Registry.Register(inj.Collector()); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
@@ -24,6 +25,7 @@ type simulateOptions struct {
 	output        string
 	consolidate   bool
 	minSavings    float64
+	limits        simulate.Limits
 }
 
 type fileList []string
@@ -40,8 +42,12 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, error) {
 	fs.StringVar(&opts.output, "output", "table", "table, json or yaml")
 	fs.BoolVar(&opts.consolidate, "consolidate", false, "instead of planning for pending pods, show which existing nodes disruption would remove or replace, and the saving")
 	fs.Float64Var(&opts.minSavings, "consolidation-min-savings", disruption.DefaultMinSavings, "with --consolidate: the fraction of the price a replacement must save")
+	maxInput := fs.String("max-input-size", resource.NewQuantity(simulate.DefaultMaxBytes, resource.BinarySI).String(),
+		"the most input read, over all files and after decompression (a quantity: 64Mi, 1Gi)")
+	fs.IntVar(&opts.limits.MaxPods, "max-pods", simulate.DefaultMaxPods, "the most pods (and StatefulSet volume claims) the manifests may make")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: tailor simulate -f FILE_OR_DIR [-f ...] [--instance-types FILE] [--output table|json|yaml] [--consolidate]
+                       [--max-input-size 64Mi] [--max-pods N]
 
 Plans nodes for the pending pods in the manifests (Pods, Deployments, StatefulSets,
 ReplicaSets, Jobs, DaemonSets, NodePools, Nodes and their bound Pods, volumes), with
@@ -62,11 +68,19 @@ pods: which nodes it would remove or replace, pass after pass, and the saving.`)
 	default:
 		return nil, fmt.Errorf("simulate: --output %q: want table, json or yaml", opts.output)
 	}
+	q, err := resource.ParseQuantity(*maxInput)
+	if err != nil || q.Sign() <= 0 {
+		return nil, fmt.Errorf("simulate: --max-input-size %q: want a positive size such as 64Mi", *maxInput)
+	}
+	opts.limits.MaxBytes = q.Value()
+	if opts.limits.MaxPods <= 0 {
+		return nil, fmt.Errorf("simulate: --max-pods %d: want a positive number", opts.limits.MaxPods)
+	}
 	return opts, nil
 }
 
 func runSimulate(ctx context.Context, opts *simulateOptions, stdout, stderr io.Writer) error {
-	w, err := simulate.Load(ctx, opts.files)
+	w, err := simulate.Load(ctx, opts.files, opts.limits)
 	if err != nil {
 		return err
 	}

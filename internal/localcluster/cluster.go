@@ -14,8 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -248,67 +246,6 @@ func createControlPlaneNode(ctx context.Context, cfg *rest.Config) error {
 	return nil
 }
 
-// PidFile lists, in a detached cluster's directory, "name pid" per component.
-const PidFile = "pids"
-
-// RecordProcess adds a process started outside this package (the sandbox's
-// controller) to a detached cluster's pid file, so StopDetached ends it too.
-func RecordProcess(dir, name string, pid int) error {
-	f, err := os.OpenFile(filepath.Join(dir, PidFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = fmt.Fprintf(f, "%s %d\n", name, pid)
-	return err
-}
-
-// Processes lists the components a detached cluster's pid file names, and whether
-// each still runs.
-func Processes(dir string) (map[string]bool, error) {
-	data, err := os.ReadFile(filepath.Join(dir, PidFile))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var name string
-		var pid int
-		if _, err := fmt.Sscanf(line, "%s %d", &name, &pid); err != nil {
-			continue
-		}
-		out[name] = syscall.Kill(pid, 0) == nil
-	}
-	return out, nil
-}
-
-// StopDetached ends every process of a detached cluster, newest first (each in
-// its process group: SIGTERM, then SIGKILL after grace), and removes the directory.
-func StopDetached(dir string, grace time.Duration) error {
-	data, err := os.ReadFile(filepath.Join(dir, PidFile))
-	if err != nil {
-		return err
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		var name string
-		var pid int
-		if _, err := fmt.Sscanf(lines[i], "%s %d", &name, &pid); err != nil || pid <= 0 {
-			continue
-		}
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		deadline := time.Now().Add(grace)
-		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		for j := 0; syscall.Kill(pid, 0) == nil && j < 50; j++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return os.RemoveAll(dir)
-}
-
 const kwokConfiguration = `apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
@@ -350,12 +287,7 @@ func (c *Cluster) start(name, bin string, args ...string) (*process, error) {
 	}
 	c.procs = append(c.procs, p)
 	if c.detach {
-		f, err := os.OpenFile(filepath.Join(c.Dir, PidFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if _, err := fmt.Fprintf(f, "%s %d\n", name, p.cmd.Process.Pid); err != nil {
+		if err := RecordProcess(c.Dir, name, p.cmd.Process.Pid); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -134,4 +137,138 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// PidFile lists, in a detached cluster's directory, one "name pid starttime" line
+// per component. The start time (see startTime) tells our process from a later one
+// that was given the same pid after ours exited: only ours are ever signalled.
+const PidFile = "pids"
+
+// pidRecord is one line of the pid file; start is 0 when the line has none (a
+// file written before start times were recorded), and such a pid is never ours.
+type pidRecord struct {
+	name  string
+	pid   int
+	start uint64
+}
+
+// RecordProcess adds a process to a detached cluster's pid file, with its start
+// time, so StopDetached ends it too. Call it right after starting the process.
+func RecordProcess(dir, name string, pid int) error {
+	start, _, err := procStat(pid)
+	if err != nil {
+		return fmt.Errorf("%s (pid %d) exited as it started: %w", name, pid, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, PidFile), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintf(f, "%s %d %d\n", name, pid, start)
+	return err
+}
+
+func readPidFile(dir string) ([]pidRecord, error) {
+	data, err := os.ReadFile(filepath.Join(dir, PidFile))
+	if err != nil {
+		return nil, err
+	}
+	var out []pidRecord
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		r := pidRecord{name: f[0], pid: pid}
+		if len(f) > 2 {
+			r.start, _ = strconv.ParseUint(f[2], 10, 64)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// ours says whether the record's pid still names the process we started.
+func (r pidRecord) ours() bool {
+	start, _, err := procStat(r.pid)
+	return err == nil && r.start != 0 && start == r.start
+}
+
+// running says whether our process still runs (a zombie has exited).
+func (r pidRecord) running() bool {
+	start, state, err := procStat(r.pid)
+	return err == nil && r.start != 0 && start == r.start && state != 'Z'
+}
+
+// procStat reads a process's start time, in clock ticks since boot, and its state
+// from /proc/PID/stat. A pid is reused only by a process started later, so pid and
+// start time together name one process for as long as the machine runs.
+func procStat(pid int) (start uint64, state byte, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name, field 2, is in parentheses and may itself hold spaces and
+	// parentheses: the fields that follow start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	var fields []string
+	if i >= 0 {
+		fields = strings.Fields(string(b[i+1:]))
+	}
+	if len(fields) < 20 || len(fields[0]) != 1 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: unexpected format %q", pid, b)
+	}
+	// fields[0] is field 3 (state), so field 22 (starttime) is fields[19].
+	start, err = strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: starttime: %w", pid, err)
+	}
+	return start, fields[0][0], nil
+}
+
+// Processes lists the components a detached cluster's pid file names, and whether
+// each still runs.
+func Processes(dir string) (map[string]bool, error) {
+	recs, err := readPidFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, r := range recs {
+		out[r.name] = r.running()
+	}
+	return out, nil
+}
+
+// StopDetached ends every process of a detached cluster that is still ours,
+// newest first (each in its process group: SIGTERM, then SIGKILL after grace), and
+// removes the directory. A pid that now names another process is left alone.
+func StopDetached(dir string, grace time.Duration) error {
+	recs, err := readPidFile(dir)
+	if err != nil {
+		return err
+	}
+	waitGone := func(r pidRecord, d time.Duration) {
+		for deadline := time.Now().Add(d); r.running() && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		if !r.running() {
+			continue
+		}
+		// Each component leads its own process group (its own session when detached).
+		_ = syscall.Kill(-r.pid, syscall.SIGTERM)
+		waitGone(r, grace)
+		if r.running() {
+			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+			waitGone(r, 5*time.Second)
+		}
+	}
+	return os.RemoveAll(dir)
 }

@@ -34,7 +34,12 @@ type Input struct {
 	PDBs    []*policyv1.PodDisruptionBudget
 	// ProviderDrift names the claims the cloud provider reports drifted, and why.
 	ProviderDrift map[string]string
-	Options       Options
+	// Manages reports whether a claim's NodeClass is one the running cloud provider
+	// launches from. Any other claim belongs to another controller (Karpenter itself,
+	// during a cut-over): it is never disrupted, and does not count in budgets. Nil
+	// means every claim is Tailor's (a simulation).
+	Manages func(*v1.NodeClaim) bool
+	Options Options
 }
 
 // Options tune the decisions.
@@ -169,10 +174,13 @@ type decider struct {
 	opts       Options
 	candidates []*Candidate // cheapest to disrupt first
 	allowed    map[string]map[v1.DisruptionReason]int
-	launching  bool // a claim is still coming up
 	pdbs       []pdb
-	nodes      []*scheduling.Node
-	quick      *quick
+	// nodes are all the nodes, launching ones too: pending pods are planned onto them.
+	nodes []*scheduling.Node
+	// dests are the nodes a candidate's pods may move to: up and ready. A node still
+	// coming up (or stuck coming up) or NotReady would leave them pending.
+	dests []*scheduling.Node
+	quick *quick
 	// needed are the nodes pending pods would be placed on: taking them away would
 	// only have new ones launched for those pods.
 	needed map[*scheduling.Node]string
@@ -213,36 +221,51 @@ func newDecider(in *Input) *decider {
 		cp.Requests = requests(n.Pods)
 		d.nodes[i] = &cp
 	}
+	initialized := map[string]bool{} // by provider ID, every claim's, foreign ones too
+	for _, nc := range in.Claims {
+		if id := nc.Status.ProviderID; id != "" {
+			initialized[id] = meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized)
+		}
+	}
 	nodes := map[string]*scheduling.Node{}
 	for _, n := range d.nodes {
 		if n.Launching {
-			d.launching = true
 			continue
 		}
-		if id := n.Node.Spec.ProviderID; id != "" {
+		id := n.Node.Spec.ProviderID
+		if id != "" {
 			nodes[id] = n
+		}
+		if up, ok := initialized[id]; (!ok || up) && !notReady(n.Node) {
+			d.dests = append(d.dests, n)
 		}
 	}
 	total, disrupting := map[string]int{}, map[string]int{}
 	for _, nc := range in.Claims {
-		pool := nc.Labels[v1.NodePoolLabelKey]
-		if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeRegistered) {
-			if nc.DeletionTimestamp == nil {
-				d.launching = true
-			}
+		if in.Manages != nil && !in.Manages(nc) {
 			continue
 		}
+		pool := nc.Labels[v1.NodePoolLabelKey]
+		if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeRegistered) {
+			continue // launching: not a candidate, and no destination either
+		}
 		node := nodes[nc.Status.ProviderID]
-		initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized)
-		if initialized {
+		up := meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized)
+		if up {
 			total[pool]++ // replacements still coming up do not widen percentages
 		}
 		switch {
 		case nc.DeletionTimestamp != nil, node == nil, hasTaint(node.Node, v1.DisruptedNoScheduleTaint):
 			disrupting[pool]++
 			continue
-		case !initialized:
-			d.launching = true
+		case !up:
+			// Coming up, or stuck: the lifecycle's initialization timeout removes it.
+			// It holds nothing back meanwhile.
+			continue
+		case notReady(node.Node):
+			// As Karpenter counts them: a NotReady node is capacity already lost, and
+			// node repair, not consolidation, replaces it.
+			disrupting[pool]++
 			continue
 		}
 		if np := pools[pool]; np != nil {
@@ -256,7 +279,7 @@ func newDecider(in *Input) *decider {
 			d.allowed[name][r] = Allowed(p.NodePool.Spec.Disruption.Budgets, r, in.Now, total[name], disrupting[name])
 		}
 	}
-	d.quick = newQuick(d.nodes, in.Cluster.NodePools)
+	d.quick = newQuick(d.dests, in.Cluster.NodePools)
 	d.needed = d.neededNodes()
 	slices.SortStableFunc(d.candidates, func(a, b *Candidate) int {
 		if a.cost != b.cost {
@@ -373,6 +396,17 @@ func ExpiresAt(nc *v1.NodeClaim) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return nc.CreationTimestamp.Add(d), true
+}
+
+// notReady reports a node whose kubelet says it is not ready, or has stopped saying
+// (Unknown). A node with no Ready condition at all (a simulated one) counts as ready.
+func notReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status != corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func hasTaint(n *corev1.Node, t corev1.Taint) bool {

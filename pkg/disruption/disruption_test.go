@@ -264,15 +264,6 @@ func TestDrift(t *testing.T) {
 	})
 }
 
-func TestNothingWhileLaunching(t *testing.T) {
-	c := newCluster(t)
-	c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
-	c.in.Claims = append(c.in.Claims, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "new", Labels: map[string]string{v1.NodePoolLabelKey: "default"}}})
-	if cmd := Decide(c.in).Command; cmd != nil {
-		t.Fatalf("a claim is launching: consolidation waits, got %s", cmd)
-	}
-}
-
 func TestDisruptingNodesCountAgainstBudget(t *testing.T) {
 	c := newCluster(t)
 	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}

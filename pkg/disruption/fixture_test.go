@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,8 +51,9 @@ func (c *cluster) node(typ int, captype string, pods ...*corev1.Pod) *scheduling
 		v1.LabelInstanceType: it.Name, v1.LabelZone: "zone-a", v1.CapacityTypeLabelKey: captype,
 		v1.NodePoolLabelKey: c.pool.Name, v1.LabelArch: "amd64", v1.LabelOS: "linux", v1.LabelHostname: name,
 		"example.com/cpu": fmt.Sprint(typ + 1)}},
-		Spec:   corev1.NodeSpec{ProviderID: "fake:///" + name},
-		Status: corev1.NodeStatus{Allocatable: it.Allocatable(), Capacity: it.Capacity}}
+		Spec: corev1.NodeSpec{ProviderID: "fake:///" + name},
+		Status: corev1.NodeStatus{Allocatable: it.Allocatable(), Capacity: it.Capacity, Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}}}
 	for _, p := range pods {
 		p.Spec.NodeName = name
 	}
@@ -69,6 +71,23 @@ func (c *cluster) node(typ int, captype string, pods ...*corev1.Pod) *scheduling
 	}
 	c.in.Claims = append(c.in.Claims, nc)
 	return sn
+}
+
+// setReady sets the node's Ready condition as its kubelet (or the node lifecycle
+// controller, for Unknown) would.
+func setReady(n *scheduling.Node, status corev1.ConditionStatus) {
+	for i := range n.Node.Status.Conditions {
+		if n.Node.Status.Conditions[i].Type == corev1.NodeReady {
+			n.Node.Status.Conditions[i].Status = status
+		}
+	}
+}
+
+// uninitialize makes the claim registered but not initialized, as a node coming up
+// (or stuck coming up) is.
+func (c *cluster) uninitialize(n *scheduling.Node) {
+	nc := c.claim(n)
+	meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionTypeInitialized)
 }
 
 func (c *cluster) claim(n *scheduling.Node) *v1.NodeClaim {

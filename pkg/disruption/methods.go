@@ -75,9 +75,6 @@ func (d *decider) drift(dec *Decision) *Command {
 	if len(empty.Candidates) > 0 {
 		return empty
 	}
-	if d.launching {
-		return nil // replacements of an earlier pass, or new capacity, still coming up
-	}
 	for _, c := range busy {
 		plan, err := d.simulate([]*Candidate{c})
 		if err != nil || len(plan.Unschedulable) > 0 {
@@ -115,7 +112,7 @@ func (d *decider) consolidation(dec *Decision) *Command {
 		}
 		cands = append(cands, c)
 	}
-	if len(cands) == 0 || d.launching {
+	if len(cands) == 0 {
 		return nil
 	}
 	// Several nodes at once only as many of each NodePool as its budget allows; a
@@ -239,7 +236,7 @@ func restrict(n *scheduling.NewNode, types []*scheduling.InstanceType) *scheduli
 	return &out
 }
 
-// simulate places the candidates' pods on the cluster without the candidates.
+// simulate places the candidates' pods on the ready nodes without the candidates.
 func (d *decider) simulate(cands []*Candidate) (*scheduling.Plan, error) {
 	gone := make(map[*scheduling.Node]bool, len(cands))
 	in := *d.in.Cluster
@@ -248,8 +245,8 @@ func (d *decider) simulate(cands []*Candidate) (*scheduling.Plan, error) {
 		gone[c.Node] = true
 		in.Pods = append(in.Pods, c.movedPods()...)
 	}
-	in.Nodes = make([]*scheduling.Node, 0, len(d.nodes))
-	for _, n := range d.nodes {
+	in.Nodes = make([]*scheduling.Node, 0, len(d.dests))
+	for _, n := range d.dests {
 		if !gone[n] {
 			in.Nodes = append(in.Nodes, n)
 		}

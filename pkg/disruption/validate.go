@@ -47,9 +47,6 @@ func Validate(in *Input, cmd *Command) (*Command, error) {
 		fresh.Candidates = cands
 		return &fresh, nil
 	}
-	if d.launching {
-		return nil, fmt.Errorf("a NodeClaim started launching")
-	}
 	fresh, why := d.consolidate(cands, cmd.Kind)
 	switch {
 	case fresh == nil:

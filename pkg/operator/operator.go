@@ -27,6 +27,7 @@ import (
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
+	cptimeout "github.com/nodetailor/tailor/pkg/cloudprovider/timeout"
 	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
 	"github.com/nodetailor/tailor/pkg/controllers/interruption"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/expiration"
@@ -117,6 +118,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		LeaderElectionID:        "tailor-controller",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: 10},
+
+		// Step down when stopped, so a rollout's new leader takes over at once
+		// rather than after the old lease expires (LeaseDuration, 15s).
+		LeaderElectionReleaseOnCancel: false,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -129,8 +134,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	simCloud := sim.New(kube, clk)
-	cloud := cpmetrics.Decorate(simCloud, cpm)
+	simCloud := sim.New(kube, clk).WithAPIReader(mgr.GetAPIReader())
+	cloud := cpmetrics.Decorate(cptimeout.Decorate(simCloud, cptimeout.Defaults()), cpm)
 	if err := provisioning.RegisterMetrics(metrics.Registry); err != nil {
 		return err
 	}
@@ -151,7 +156,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}
 		return unavailable.Apply(types), nil
 	}
-	if err := metrics.Registry.Register(newClusterCollector(mgr.GetCache(), instanceTypes)); err != nil {
+	podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return err
+	}
+	collector, err := newClusterCollector(mgr.GetCache(), podInformer, instanceTypes)
+	if err != nil {
+		return err
+	}
+	if err := metrics.Registry.Register(collector); err != nil {
 		return err
 	}
 	// One read-only view for the provisioner and disruption, its informers started
@@ -188,7 +201,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := lifecycle.NewController(kube, cloud, unavailable, recorder, clk).Register(ctx, mgr); err != nil {
 		return err
 	}
-	if err := termination.NewController(kube, cloud, recorder, clk).Register(ctx, mgr); err != nil {
+	if err := termination.NewController(kube, mgr.GetAPIReader(), cloud, recorder, clk).Register(ctx, mgr); err != nil {
 		return err
 	}
 	if err := mgr.Add(garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval)); err != nil {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -45,10 +46,9 @@ type Options struct {
 
 // Up brings the sandbox up and prints how to reach it.
 func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
-	if running, _ := localcluster.Processes(opts.Dir); len(running) > 0 {
-		return fmt.Errorf("a sandbox already exists in %s: run `tailor sandbox down` first", opts.Dir)
+	if err := claimDir(opts.Dir); err != nil {
+		return err
 	}
-	_ = os.RemoveAll(opts.Dir)
 	fmt.Fprintf(out, "sandbox: starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kwok in %s\n", opts.Dir)
 	cluster, err := localcluster.Start(ctx, localcluster.Options{Dir: opts.Dir, Scheduler: true, ControllerManager: true, Kwok: true, Detach: true})
 	if err != nil {
@@ -73,6 +73,42 @@ func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "sandbox: up. Use it with:\n  export KUBECONFIG=%s\n", cluster.Kubeconfig)
 	return nil
+}
+
+// Marker is the file that makes a directory a sandbox's: up replaces and down
+// removes only a directory that has it, since --dir may name anything.
+const Marker = ".tailor-sandbox"
+
+func isSandbox(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, Marker))
+	return err == nil
+}
+
+// claimDir makes dir a new sandbox's directory: one that does not exist or is empty
+// is marked; a stopped sandbox is cleared first; anything else is refused untouched.
+func claimDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || (err == nil && len(entries) == 0):
+	case err != nil:
+		return err
+	case !isSandbox(dir):
+		return fmt.Errorf("%s exists and is not a sandbox (it has no %s file); nothing was changed: choose another --dir, or empty it yourself", dir, Marker)
+	default:
+		procs, _ := localcluster.Processes(dir)
+		for name, running := range procs {
+			if running {
+				return fmt.Errorf("a sandbox already runs in %s (%s is up): run `tailor sandbox down` first", dir, name)
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("clearing the stopped sandbox in %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, Marker), []byte("made by `tailor sandbox up`; `tailor sandbox down` removes this directory\n"), 0o644)
 }
 
 // Kubeconfig is the sandbox's admin kubeconfig.
@@ -174,16 +210,22 @@ func documents(manifests []byte) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// Down stops everything the sandbox runs and removes its directory.
+// Down stops everything the sandbox runs and removes its directory. It signals
+// only processes it started (see localcluster.StopDetached) and touches only a
+// directory that is a sandbox's.
 func Down(dir string, out io.Writer) error {
-	if _, err := localcluster.Processes(dir); err != nil {
-		if os.IsNotExist(err) {
-			fmt.Fprintf(out, "sandbox: nothing runs in %s\n", dir)
-			return nil
-		}
-		return err
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(out, "sandbox: nothing runs in %s\n", dir)
+		return nil
 	}
-	if err := localcluster.StopDetached(dir, 10*time.Second); err != nil {
+	if !isSandbox(dir) {
+		return fmt.Errorf("%s is not a sandbox (it has no %s file): not stopping what its files name, nor removing it", dir, Marker)
+	}
+	err := localcluster.StopDetached(dir, 10*time.Second)
+	if errors.Is(err, fs.ErrNotExist) { // up stopped before starting anything
+		err = os.RemoveAll(dir)
+	}
+	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "sandbox: stopped")

@@ -29,19 +29,14 @@ func LowerBound(pools []*NodePool, plan *Plan) float64 {
 		}
 		t := total[n.NodePool]
 		for _, p := range n.Pods {
-			r, err := idx.Vector(PodRequests(p))
-			if err != nil {
-				return 0
-			}
-			t = t.Add(r, MaxResources)
+			t = t.Add(idx.Vector(PodRequests(p)), allResources)
 		}
 		total[n.NodePool] = t
 		// One pod per node with hostname anti-affinity: that node costs at least the
 		// cheapest type that fits the pod.
 		for _, p := range n.Pods {
 			if selfAntiHostname(p) {
-				r, _ := idx.Vector(PodRequests(p))
-				alone += cheapestFitting(idx, types[n.NodePool], r)
+				alone += cheapestFitting(idx, types[n.NodePool], idx.Vector(PodRequests(p)))
 				break
 			}
 		}
@@ -77,8 +72,8 @@ func selfAntiHostname(p *corev1.Pod) bool {
 func cheapestFitting(idx *ResourceIndex, types []*InstanceType, req Resources) float64 {
 	best := math.Inf(1)
 	for _, it := range types {
-		alloc, err := idx.Vector(it.Allocatable())
-		if err != nil || Fits(&Resources{}, &req, &alloc, idx.Len()) >= 0 {
+		alloc := idx.Vector(it.Allocatable())
+		if Fits(&Resources{}, &req, &alloc, idx.Len()) >= 0 {
 			continue
 		}
 		if o, ok := it.CheapestOffering(nil); ok {
@@ -98,15 +93,15 @@ func fractionalBound(idx *ResourceIndex, types []*InstanceType, demand Resources
 	type point struct{ cpu, mem, price float64 }
 	var pts []point
 	for _, it := range types {
-		alloc, err := idx.Vector(it.Allocatable())
-		if err != nil || alloc[ResourceCPU] <= 0 || alloc[ResourceMemory] <= 0 {
+		alloc := idx.Vector(it.Allocatable())
+		if alloc.At(ResourceCPU) <= 0 || alloc.At(ResourceMemory) <= 0 {
 			continue
 		}
 		if o, ok := it.CheapestOffering(nil); ok {
-			pts = append(pts, point{float64(alloc[ResourceCPU]), float64(alloc[ResourceMemory]), o.Price})
+			pts = append(pts, point{float64(alloc.At(ResourceCPU)), float64(alloc.At(ResourceMemory)), o.Price})
 		}
 	}
-	dc, dm := float64(demand[ResourceCPU]), float64(demand[ResourceMemory])
+	dc, dm := float64(demand.At(ResourceCPU)), float64(demand.At(ResourceMemory))
 	if len(pts) == 0 || (dc == 0 && dm == 0) {
 		return 0
 	}

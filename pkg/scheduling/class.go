@@ -114,8 +114,12 @@ func classKey(pod *corev1.Pod, req *Resources, n int) string {
 	var b strings.Builder
 	b.WriteString(pod.Namespace)
 	b.WriteByte('|')
-	for i := range n {
-		b.WriteString(strconv.FormatInt(req[i], 36))
+	for i := range min(n, fastResources) {
+		b.WriteString(strconv.FormatInt(req.fast[i], 36))
+		b.WriteByte(',')
+	}
+	for _, v := range req.more {
+		b.WriteString(strconv.FormatInt(v, 36))
 		b.WriteByte(',')
 	}
 	writeMap(&b, pod.Labels)

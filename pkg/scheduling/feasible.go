@@ -15,12 +15,9 @@ func Feasibility(in *Input, pod *corev1.Pod) (map[string]string, error) {
 	out := make(map[string]string, len(in.Nodes))
 	for _, node := range in.Nodes {
 		// A fresh solver per node: trying a node commits the pod to it.
-		s, err := newSolver(&Input{Pods: []*corev1.Pod{pod}, Nodes: in.Nodes, Namespaces: in.Namespaces,
+		s := newSolver(&Input{Pods: []*corev1.Pod{pod}, Nodes: in.Nodes, Namespaces: in.Namespaces,
 			PersistentVolumeClaims: in.PersistentVolumeClaims, PersistentVolumes: in.PersistentVolumes,
 			StorageClasses: in.StorageClasses}, Options{})
-		if err != nil {
-			return nil, err
-		}
 		p := s.pods[0]
 		if p.class.invalid != "" {
 			out[node.Node.Name] = p.class.invalid

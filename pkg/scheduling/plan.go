@@ -47,6 +47,10 @@ type NodePool struct {
 	// Unavailable, when set, says why the pool cannot launch anything now (its
 	// NodeClass is missing, say); pods get it as the pool's reason.
 	Unavailable string
+	// Draining is the capacity of the pool's nodes that are going away (their
+	// NodeClaims deleted, their instances not yet gone): no pod goes there, but it
+	// counts against the pool's limits.
+	Draining corev1.ResourceList
 }
 
 // Options tune a solve.
@@ -64,6 +68,9 @@ type Plan struct {
 	NewNodes []*NewNode
 	// Unschedulable are pods that fit nowhere, with the reason.
 	Unschedulable []Failure
+	// Warnings name input the solve left out rather than fail on, such as a
+	// DaemonSet whose requests or node affinity cannot be read.
+	Warnings []string
 }
 
 // Binding places a pod on a node that exists or is being launched.

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,14 +11,29 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// MaxResources bounds the distinct resources one solve can track: cpu, memory, pods,
-// ephemeral-storage and up to twelve extended resources (nvidia.com/gpu, …). A fixed
-// array keeps the hot loops free of allocation.
-const MaxResources = 16
+// fastResources is how many resources a Resources holds inline: cpu, memory, pods,
+// ephemeral-storage and a dozen extended resources (nvidia.com/gpu, …) cover nearly
+// every cluster, and a fixed array keeps the hot loops free of allocation. A solve
+// that meets more distinct resources keeps the rest in a slice (see Resources).
+const fastResources = 16
+
+// MaxQuantity is the largest amount a Resources holds: quantities beyond it (a
+// NodePool limit of 1e16 cpu, a request of 1e100) saturate to it rather than wrap
+// around. A quarter of the int64 range, so adding or subtracting two amounts never
+// overflows before the result is clamped back.
+const MaxQuantity = math.MaxInt64 / 4
+
+// allResources, passed as the count to the vector operations, covers every position.
+const allResources = math.MaxInt
 
 // Resources is a vector of quantities indexed by a ResourceIndex: cpu in millicores,
-// memory and storage in bytes, everything else in units.
-type Resources [MaxResources]int64
+// memory and storage in bytes, everything else in units; each within ±MaxQuantity.
+// The first fastResources positions are inline; the positions after them live in
+// more, which values share and so is never changed in place (it is copied on write).
+type Resources struct {
+	fast [fastResources]int64
+	more []int64
+}
 
 // Fixed positions of the resources every node has.
 const (
@@ -28,9 +44,44 @@ const (
 	numFixedResources
 )
 
-// ResourceIndex maps resource names to positions in Resources for one solve.
+// At returns the amount at position i.
+func (r *Resources) At(i int) int64 {
+	if i < fastResources {
+		return r.fast[i]
+	}
+	if j := i - fastResources; j < len(r.more) {
+		return r.more[j]
+	}
+	return 0
+}
+
+// Set puts v, clamped to ±MaxQuantity, at position i.
+func (r *Resources) Set(i int, v int64) {
+	v = clampQuantity(v)
+	if i < fastResources {
+		r.fast[i] = v
+		return
+	}
+	j := i - fastResources
+	more := make([]int64, max(len(r.more), j+1))
+	copy(more, r.more)
+	more[j] = v
+	r.more = more
+}
+
+// IsZero reports whether every amount is zero.
+func (r *Resources) IsZero() bool {
+	return r.fast == [fastResources]int64{} && !slices.ContainsFunc(r.more, func(v int64) bool { return v != 0 })
+}
+
+func clampQuantity(v int64) int64 { return min(max(v, -MaxQuantity), MaxQuantity) }
+
+// ResourceIndex maps resource names to positions in Resources for one solve. It
+// grows as new names come: there is no limit to how many a solve may see.
 type ResourceIndex struct {
 	names []corev1.ResourceName
+	// byName finds positions once the names are too many to scan.
+	byName map[corev1.ResourceName]int
 }
 
 // NewResourceIndex returns an index holding the fixed resources.
@@ -46,47 +97,66 @@ func (x *ResourceIndex) Len() int { return len(x.names) }
 func (x *ResourceIndex) Name(i int) corev1.ResourceName { return x.names[i] }
 
 // position returns the position of name, adding it when add is set; -1 if absent.
-func (x *ResourceIndex) position(name corev1.ResourceName, add bool) (int, error) {
-	if i := slices.Index(x.names, name); i >= 0 {
-		return i, nil
+func (x *ResourceIndex) position(name corev1.ResourceName, add bool) int {
+	if x.byName != nil {
+		if i, ok := x.byName[name]; ok {
+			return i
+		}
+	} else if i := slices.Index(x.names, name); i >= 0 {
+		return i
 	}
 	if !add {
-		return -1, nil
-	}
-	if len(x.names) == MaxResources {
-		return -1, fmt.Errorf("more than %d distinct resources (adding %s)", MaxResources, name)
+		return -1
 	}
 	x.names = append(x.names, name)
-	return len(x.names) - 1, nil
+	if x.byName == nil && len(x.names) > fastResources {
+		x.byName = make(map[corev1.ResourceName]int, 2*len(x.names))
+		for i, n := range x.names {
+			x.byName[n] = i
+		}
+	} else if x.byName != nil {
+		x.byName[name] = len(x.names) - 1
+	}
+	return len(x.names) - 1
 }
 
-// Vector converts a ResourceList, registering resources it has not seen.
-func (x *ResourceIndex) Vector(list corev1.ResourceList) (Resources, error) {
+// Vector converts a ResourceList, registering resources it has not seen. Amounts
+// beyond ±MaxQuantity saturate there.
+func (x *ResourceIndex) Vector(list corev1.ResourceList) Resources {
 	var r Resources
+	var more []int64
 	for _, name := range sortedNames(list) {
-		i, err := x.position(name, true)
-		if err != nil {
-			return r, err
+		i := x.position(name, true)
+		v := quantityValue(name, list[name])
+		if i < fastResources {
+			r.fast[i] = v
+			continue
 		}
-		r[i] = quantityValue(name, list[name])
+		j := i - fastResources
+		if j >= len(more) {
+			more = append(more, make([]int64, j+1-len(more))...)
+		}
+		more[j] = v
 	}
-	return r, nil
+	r.more = more
+	return r
 }
 
 // List converts a vector back to a ResourceList, leaving out zeros.
 func (x *ResourceIndex) List(r Resources) corev1.ResourceList {
 	list := corev1.ResourceList{}
 	for i, name := range x.names {
-		if r[i] == 0 {
+		v := r.At(i)
+		if v == 0 {
 			continue
 		}
 		switch i {
 		case ResourceCPU:
-			list[name] = *resource.NewMilliQuantity(r[i], resource.DecimalSI)
+			list[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
 		case ResourceMemory, ResourceEphemeralStorage:
-			list[name] = *resource.NewQuantity(r[i], resource.BinarySI)
+			list[name] = *resource.NewQuantity(v, resource.BinarySI)
 		default:
-			list[name] = *resource.NewQuantity(r[i], resource.DecimalSI)
+			list[name] = *resource.NewQuantity(v, resource.DecimalSI)
 		}
 	}
 	return list
@@ -106,11 +176,50 @@ func (x *ResourceIndex) Quantity(i int, v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
+// The bounds quantities saturate at: cpu counts millicores, the rest units.
+var (
+	maxMilliQuantity = *resource.NewMilliQuantity(MaxQuantity, resource.DecimalSI)
+	minMilliQuantity = *resource.NewMilliQuantity(-MaxQuantity, resource.DecimalSI)
+	maxUnitQuantity  = *resource.NewQuantity(MaxQuantity, resource.DecimalSI)
+	minUnitQuantity  = *resource.NewQuantity(-MaxQuantity, resource.DecimalSI)
+)
+
+// quantityValue reads q in the vector's unit. Quantity's own MilliValue and Value
+// wrap around past int64 (1e16 cpu reads as 0 millicores), so amounts beyond
+// ±MaxQuantity are compared first and saturate.
 func quantityValue(name corev1.ResourceName, q resource.Quantity) int64 {
+	hi, lo := maxUnitQuantity, minUnitQuantity
 	if name == corev1.ResourceCPU {
+		hi, lo = maxMilliQuantity, minMilliQuantity
+	}
+	switch sign := q.Sign(); {
+	case sign > 0 && q.Cmp(hi) >= 0:
+		return MaxQuantity
+	case sign < 0 && q.Cmp(lo) <= 0:
+		return -MaxQuantity
+	case name == corev1.ResourceCPU:
 		return q.MilliValue()
 	}
 	return q.Value()
+}
+
+// OutOfRange says what is wrong with a request vector no node should be asked to
+// hold: a negative amount, or one too large to represent (it saturated); "" when
+// every amount is fine.
+func (x *ResourceIndex) OutOfRange(r *Resources, list corev1.ResourceList) string {
+	for i := range x.Len() {
+		v := r.At(i)
+		if v >= 0 && v < MaxQuantity {
+			continue
+		}
+		name := x.Name(i)
+		q := list[name]
+		if v < 0 {
+			return fmt.Sprintf("requests %s %s, which is negative", name, q.String())
+		}
+		return fmt.Sprintf("requests %s %s, more than any node can offer (at most %s)", name, q.String(), x.Quantity(i, MaxQuantity-1))
+	}
+	return ""
 }
 
 func sortedNames(list corev1.ResourceList) []corev1.ResourceName {
@@ -122,36 +231,73 @@ func sortedNames(list corev1.ResourceList) []corev1.ResourceName {
 	return names
 }
 
-// Add returns a+b over the first n resources.
+// Add returns a+b over the first n resources, clamped to ±MaxQuantity.
 func (a Resources) Add(b Resources, n int) Resources {
-	for i := range n {
-		a[i] += b[i]
+	for i := range min(n, fastResources) {
+		a.fast[i] = clampQuantity(a.fast[i] + b.fast[i])
+	}
+	if len(a.more)+len(b.more) > 0 && n > fastResources {
+		a.more = combine(a.more, b.more, n-fastResources, func(x, y int64) int64 { return clampQuantity(x + y) })
 	}
 	return a
 }
 
-// Sub returns a-b over the first n resources.
+// Sub returns a-b over the first n resources, clamped to ±MaxQuantity.
 func (a Resources) Sub(b Resources, n int) Resources {
-	for i := range n {
-		a[i] -= b[i]
+	for i := range min(n, fastResources) {
+		a.fast[i] = clampQuantity(a.fast[i] - b.fast[i])
+	}
+	if len(a.more)+len(b.more) > 0 && n > fastResources {
+		a.more = combine(a.more, b.more, n-fastResources, func(x, y int64) int64 { return clampQuantity(x - y) })
 	}
 	return a
 }
 
 // Max returns the element-wise maximum over the first n resources.
 func (a Resources) Max(b Resources, n int) Resources {
-	for i := range n {
-		a[i] = max(a[i], b[i])
+	for i := range min(n, fastResources) {
+		a.fast[i] = max(a.fast[i], b.fast[i])
+	}
+	if len(a.more)+len(b.more) > 0 && n > fastResources {
+		a.more = combine(a.more, b.more, n-fastResources, func(x, y int64) int64 { return max(x, y) })
 	}
 	return a
+}
+
+// combine applies f position by position to the overflow parts of two vectors, up
+// to n of them, into a new slice: the parts are shared and stay as they are.
+func combine(a, b []int64, n int, f func(x, y int64) int64) []int64 {
+	out := make([]int64, min(max(len(a), len(b)), n))
+	for j := range out {
+		var x, y int64
+		if j < len(a) {
+			x = a[j]
+		}
+		if j < len(b) {
+			y = b[j]
+		}
+		out[j] = f(x, y)
+	}
+	if len(a) > n {
+		// Positions past n are a's, unchanged.
+		out = append(out, a[n:]...)
+	}
+	return out
 }
 
 // Fits reports whether used+req stays within limit in every one of the first n
 // resources. It returns the first resource that does not fit, or -1.
 func Fits(used, req, limit *Resources, n int) int {
-	for i := range n {
-		if req[i] != 0 && used[i]+req[i] > limit[i] {
+	for i := range min(n, fastResources) {
+		if req.fast[i] != 0 && used.fast[i]+req.fast[i] > limit.fast[i] {
 			return i
+		}
+	}
+	if len(req.more) > 0 && n > fastResources {
+		for j, v := range req.more[:min(len(req.more), n-fastResources)] {
+			if i := j + fastResources; v != 0 && used.At(i)+v > limit.At(i) {
+				return i
+			}
 		}
 	}
 	return -1

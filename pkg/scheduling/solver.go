@@ -17,9 +17,14 @@ import (
 // nodes being launched, then onto new nodes from the NodePools in weight order. New
 // nodes get the instance types that fit their pods, cheapest first. Pods that fit
 // nowhere come back with a reason per NodePool. Solve is deterministic.
+//
+// No object in the input fails the solve: a pod the solve cannot read becomes
+// unschedulable with the reason, a NodePool unavailable with the reason, and a
+// DaemonSet is left out with a warning in the plan. The error is for the caller's
+// sake only; today Solve always returns nil.
 func Solve(in *Input, opts Options) (*Plan, error) {
 	if len(in.Pods) < secondOpinionPods {
-		return solveOnce(in, opts, 0)
+		return solveOnce(in, opts, 0), nil
 	}
 	// Growing a node only when that is no dearer than a fresh node is greedy: where
 	// prices rise a little faster than sizes, it leaves every pod on a small node of
@@ -27,19 +32,14 @@ func Solve(in *Input, opts Options) (*Plan, error) {
 	// solve, alongside, lets nodes grow for slightly more; the cheaper plan wins, so
 	// the result does not depend on which finishes first.
 	var alt *Plan
-	var altErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		alt, altErr = solveOnce(in, opts, growSlack)
+		alt = solveOnce(in, opts, growSlack)
 	}()
-	plan, err := solveOnce(in, opts, 0)
+	plan := solveOnce(in, opts, 0)
 	<-done
 	switch {
-	case err != nil:
-		return nil, err
-	case altErr != nil:
-		return nil, altErr
 	case len(alt.Unschedulable) < len(plan.Unschedulable),
 		len(alt.Unschedulable) == len(plan.Unschedulable) && alt.Cost() < plan.Cost()-1e-9:
 		return alt, nil
@@ -55,15 +55,12 @@ const secondOpinionPods = 64
 // growth be, as a fraction of the fresh node's price.
 const growSlack = 0.05
 
-func solveOnce(in *Input, opts Options, slack float64) (*Plan, error) {
-	s, err := newSolver(in, opts)
-	if err != nil {
-		return nil, err
-	}
+func solveOnce(in *Input, opts Options, slack float64) *Plan {
+	s := newSolver(in, opts)
 	s.growSlack = slack
 	s.run()
 	s.refine()
-	return s.plan(), nil
+	return s.plan()
 }
 
 type nodeKind int
@@ -155,6 +152,7 @@ type solver struct {
 
 	placed     map[*corev1.Pod]*simNode
 	failures   []Failure
+	warnings   []string
 	candidates map[string]candidateList
 	scratch    []*typeInfo
 }
@@ -165,7 +163,7 @@ type daemon struct {
 	terms []Requirements
 }
 
-func newSolver(in *Input, opts Options) (*solver, error) {
+func newSolver(in *Input, opts Options) *solver {
 	if opts.MaxInstanceTypes <= 0 {
 		opts.MaxInstanceTypes = 60
 	}
@@ -187,42 +185,45 @@ func newSolver(in *Input, opts Options) (*solver, error) {
 	}
 	for _, np := range in.NodePools {
 		if _, ok := np.NodePool.Spec.Limits[corev1.ResourceName("nodes")]; ok {
-			pos, err := s.idx.position("nodes", true)
-			if err != nil {
-				return nil, err
-			}
-			s.nodesPos = pos
+			s.nodesPos = s.idx.position("nodes", true)
 		}
 	}
-	for _, d := range in.DaemonSets {
-		req, err := s.idx.Vector(PodRequests(d))
-		if err != nil {
-			return nil, err
-		}
-		dm := &daemon{pod: d, req: req}
-		if dm.terms, err = nodeAffinityTerms(d); err != nil {
-			return nil, fmt.Errorf("daemonset pod %s/%s: %w", d.Namespace, d.Name, err)
-		}
-		s.daemons = append(s.daemons, dm)
-	}
-	if err := s.addNodes(in.Nodes); err != nil {
-		return nil, err
-	}
-	if err := s.addPools(in.NodePools); err != nil {
-		return nil, err
-	}
-	if err := s.addPods(in.Pods); err != nil {
-		return nil, err
-	}
+	// One malformed object must not stop every pod's provisioning: a DaemonSet the
+	// solve cannot read is left out with a warning, a NodePool becomes unavailable
+	// with its reason, and a pod becomes unschedulable with its own reason.
+	s.addDaemons(in.DaemonSets)
+	s.addNodes(in.Nodes)
+	s.addPools(in.NodePools)
+	s.addPods(in.Pods)
 	s.n = s.idx.Len()
 	s.countExistingPods(in.Nodes)
 	s.computeDemand()
-	return s, nil
+	return s
+}
+
+// addDaemons reads the DaemonSet pods. One whose requests are out of range is left
+// out; a node affinity term that cannot be read matches no node, as in the
+// kube-scheduler. Both are reported in the plan's warnings.
+func (s *solver) addDaemons(daemons []*corev1.Pod) {
+	for _, d := range daemons {
+		list := PodRequests(d)
+		req := s.idx.Vector(list)
+		if why := s.idx.OutOfRange(&req, list); why != "" {
+			s.warnings = append(s.warnings, fmt.Sprintf("DaemonSet %s/%s is left out of new nodes' sizes: it %s", d.Namespace, d.Name, why))
+			continue
+		}
+		terms, errs := nodeAffinityTerms(d)
+		for _, err := range errs {
+			s.warnings = append(s.warnings, fmt.Sprintf("DaemonSet %s/%s: %v", d.Namespace, d.Name, err))
+		}
+		s.daemons = append(s.daemons, &daemon{pod: d, req: req, terms: terms})
+	}
 }
 
 // nodeAffinityTerms returns a pod's required node affinity alternatives joined with
-// its nodeSelector.
-func nodeAffinityTerms(pod *corev1.Pod) ([]Requirements, error) {
+// its nodeSelector. A term it cannot read is left out (it matches no node, as in
+// the kube-scheduler), with an error saying why.
+func nodeAffinityTerms(pod *corev1.Pod) ([]Requirements, []error) {
 	base := Requirements{}
 	for k, v := range pod.Spec.NodeSelector {
 		base = base.With(Requirement{Key: k, values: []string{v}})
@@ -232,20 +233,25 @@ func nodeAffinityTerms(pod *corev1.Pod) ([]Requirements, error) {
 		return []Requirements{base}, nil
 	}
 	var terms []Requirements
+	var errs []error
 	for i, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 		if len(t.MatchExpressions)+len(t.MatchFields) == 0 {
 			continue
 		}
 		r, err := FromNodeSelectorTerm(&a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[i])
 		if err != nil {
-			return nil, err
+			errs = append(errs, fmt.Errorf("node affinity term %d matches no node: %w", i, err))
+			continue
 		}
 		terms = append(terms, base.And(r))
 	}
-	return terms, nil
+	return terms, errs
 }
 
-func (s *solver) addNodes(nodes []*Node) error {
+// addNodes reads the existing and launching nodes. Amounts out of range saturate,
+// so no node stops the solve: an absurd allocatable or request only makes that
+// node roomy or full.
+func (s *solver) addNodes(nodes []*Node) {
 	sorted := slices.Clone(nodes)
 	slices.SortStableFunc(sorted, func(a, b *Node) int {
 		if a.Launching != b.Launching {
@@ -258,10 +264,7 @@ func (s *solver) addNodes(nodes []*Node) error {
 	})
 	for _, in := range sorted {
 		node := in.Node
-		alloc, err := s.idx.Vector(node.Status.Allocatable)
-		if err != nil {
-			return fmt.Errorf("node %s: %w", node.Name, err)
-		}
+		alloc := s.idx.Vector(node.Status.Allocatable)
 		lbls := make(map[string]string, len(node.Labels)+1)
 		for k, v := range node.Labels {
 			lbls[k] = v
@@ -270,60 +273,57 @@ func (s *solver) addNodes(nodes []*Node) error {
 		n := &simNode{name: node.Name, kind: existingNode, reqs: LabelRequirements(lbls),
 			taints: node.Spec.Taints, unschedulable: node.Spec.Unschedulable, alloc: alloc, capacity: alloc}
 		if len(node.Status.Capacity) > 0 {
-			if n.capacity, err = s.idx.Vector(node.Status.Capacity); err != nil {
-				return fmt.Errorf("node %s: %w", node.Name, err)
-			}
+			n.capacity = s.idx.Vector(node.Status.Capacity)
 		}
 		if s.nodesPos >= 0 {
-			n.capacity[s.nodesPos] = 1
+			n.capacity.Set(s.nodesPos, 1)
 		}
 		if in.Launching {
 			n.kind = launchingNode
 		}
 		if in.Requests != nil {
-			if n.used, err = s.idx.Vector(in.Requests); err != nil {
-				return fmt.Errorf("node %s: %w", node.Name, err)
-			}
+			n.used = s.idx.Vector(in.Requests)
 		}
 		for _, p := range in.Pods {
 			if IsTerminal(p) {
 				continue
 			}
 			if in.Requests == nil {
-				req, err := s.idx.Vector(PodRequests(p))
-				if err != nil {
-					return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
-				}
-				n.used = n.used.Add(req, MaxResources)
+				n.used = n.used.Add(s.idx.Vector(PodRequests(p)), allResources)
 			}
 			n.ports = append(n.ports, podHostPorts(p)...)
 		}
 		s.nodes = append(s.nodes, n)
 	}
-	return nil
 }
 
-func (s *solver) addPools(pools []*NodePool) error {
+// addPools reads the NodePools. One whose requirements cannot be read (the API
+// server's validation should have refused them) cannot launch anything, and says
+// why; a limit too large to represent saturates, practically unlimited.
+func (s *solver) addPools(pools []*NodePool) {
 	for _, np := range pools {
 		p := np.NodePool
-		reqs, err := FromNodePool(p.Spec.Template.Spec.Requirements, p.Spec.Template.Labels)
-		if err != nil {
-			return fmt.Errorf("NodePool %s: %w", p.Name, err)
-		}
-		reqs = reqs.With(Requirement{Key: v1.NodePoolLabelKey, values: []string{p.Name}})
 		ps := &poolState{name: p.Name, pool: p, unavailable: np.Unavailable, taints: p.Spec.Template.Spec.Taints,
 			startup: p.Spec.Template.Spec.StartupTaints, domainsK: map[string][]string{}}
+		if len(np.Draining) > 0 {
+			ps.used = s.idx.Vector(np.Draining)
+		}
 		if p.Spec.Weight != nil {
 			ps.weight = *p.Spec.Weight
 		}
-		limits, err := s.idx.Vector(corev1.ResourceList(p.Spec.Limits))
+		reqs, err := FromNodePool(p.Spec.Template.Spec.Requirements, p.Spec.Template.Labels)
+		reqs = reqs.With(Requirement{Key: v1.NodePoolLabelKey, values: []string{p.Name}})
 		if err != nil {
-			return fmt.Errorf("NodePool %s limits: %w", p.Name, err)
+			if ps.unavailable == "" {
+				ps.unavailable = fmt.Sprintf("its requirements cannot be read: %v", err)
+			}
+			ps.reqs = reqs
+			s.pools = append(s.pools, ps)
+			continue
 		}
-		ps.limits = limits
+		ps.limits = s.idx.Vector(corev1.ResourceList(p.Spec.Limits))
 		for name := range p.Spec.Limits {
-			pos, _ := s.idx.position(name, false)
-			ps.limited = append(ps.limited, pos)
+			ps.limited = append(ps.limited, s.idx.position(name, false))
 		}
 		slices.Sort(ps.limited)
 		var types []*typeInfo
@@ -335,15 +335,10 @@ func (s *solver) addPools(pools []*NodePool) error {
 			if !ok {
 				continue
 			}
-			t := &typeInfo{it: it, reqs: it.Requirements, price: offer.Price}
-			if t.alloc, err = s.idx.Vector(it.Allocatable()); err != nil {
-				return fmt.Errorf("instance type %s: %w", it.Name, err)
-			}
-			if t.capacity, err = s.idx.Vector(it.Capacity); err != nil {
-				return fmt.Errorf("instance type %s: %w", it.Name, err)
-			}
+			t := &typeInfo{it: it, reqs: it.Requirements, price: offer.Price,
+				alloc: s.idx.Vector(it.Allocatable()), capacity: s.idx.Vector(it.Capacity)}
 			if s.nodesPos >= 0 {
-				t.capacity[s.nodesPos] = 1
+				t.capacity.Set(s.nodesPos, 1)
 			}
 			nodeReqs := reqs.And(it.Requirements)
 			for _, d := range s.daemons {
@@ -351,10 +346,10 @@ func (s *solver) addPools(pools []*NodePool) error {
 					continue
 				}
 				if admitsAny(nodeReqs, d.terms) {
-					t.daemons = t.daemons.Add(d.req, MaxResources)
+					t.daemons = t.daemons.Add(d.req, allResources)
 				}
 			}
-			t.alloc = t.alloc.Sub(t.daemons, MaxResources)
+			t.alloc = t.alloc.Sub(t.daemons, allResources)
 			types = append(types, t)
 		}
 		slices.SortStableFunc(types, func(a, b *typeInfo) int {
@@ -384,11 +379,10 @@ func (s *solver) addPools(pools []*NodePool) error {
 		}
 		for _, ps := range s.pools {
 			if r.Has(ps.name) {
-				ps.used = ps.used.Add(n.capacity, MaxResources)
+				ps.used = ps.used.Add(n.capacity, allResources)
 			}
 		}
 	}
-	return nil
 }
 
 // unionRequirements describes what a node of any of the types may have: for each key
@@ -440,16 +434,23 @@ func admitsAny(node Requirements, terms []Requirements) bool {
 	return false
 }
 
-func (s *solver) addPods(pods []*corev1.Pod) error {
+func (s *solver) addPods(pods []*corev1.Pod) {
 	for _, pod := range pods {
-		req, err := s.idx.Vector(PodRequests(pod))
-		if err != nil {
-			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
+		list := PodRequests(pod)
+		req := s.idx.Vector(list)
 		key := classKey(pod, &req, s.idx.Len())
+		// A request out of range (negative, or too large to represent) makes only
+		// this pod unschedulable; the reason names the amount, so it joins the key.
+		bad := s.idx.OutOfRange(&req, list)
+		if bad != "" {
+			key += "|" + bad
+		}
 		c, ok := s.classes[key]
 		if !ok {
 			c = s.newClass(key, pod, req)
+			if bad != "" {
+				c.invalid = "pod " + bad
+			}
 			s.classes[key] = c
 			s.classList = append(s.classList, c)
 		}
@@ -467,7 +468,6 @@ func (s *solver) addPods(pods []*corev1.Pod) error {
 	for _, c := range s.classList {
 		c.setMonotone()
 	}
-	return nil
 }
 
 // spreadGroup finds or makes the group for a pod's spread constraint.
@@ -694,7 +694,7 @@ func (s *solver) computeDemand() {
 			continue
 		}
 		for _, ps := range s.pools {
-			if Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
+			if ps.unavailable == "" && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
 				ps.demand = ps.demand.Add(c.req, s.n)
 				ps.demandN++
 				break
@@ -715,16 +715,17 @@ func (ps *poolState) rank(n int) {
 	for _, t := range ps.types {
 		t.score = 0
 		for r := range n {
-			if ps.demand[r] == 0 {
+			demand := ps.demand.At(r)
+			if demand == 0 {
 				continue
 			}
-			avg := float64(ps.demand[r]) / float64(max(ps.demandN, 1))
-			room := float64(t.alloc[r]) - avg/2
+			avg := float64(demand) / float64(max(ps.demandN, 1))
+			room := float64(t.alloc.At(r)) - avg/2
 			if room <= 0 {
 				t.score = math.Inf(1)
 				break
 			}
-			t.score = max(t.score, t.price*float64(ps.demand[r])/room)
+			t.score = max(t.score, t.price*float64(demand)/room)
 		}
 	}
 	ps.ranked = slices.Clone(ps.types)
@@ -760,10 +761,10 @@ func (s *solver) run() {
 func (s *solver) order() []*podInfo {
 	classes := slices.Clone(s.classList)
 	slices.SortStableFunc(classes, func(a, b *podClass) int {
-		if c := cmp.Compare(b.req[ResourceCPU], a.req[ResourceCPU]); c != 0 {
+		if c := cmp.Compare(b.req.At(ResourceCPU), a.req.At(ResourceCPU)); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.req[ResourceMemory], a.req[ResourceMemory])
+		return cmp.Compare(b.req.At(ResourceMemory), a.req.At(ResourceMemory))
 	})
 	rank := make(map[*podClass]int, len(classes))
 	for i, c := range classes {
@@ -994,7 +995,7 @@ func (s *solver) poolReason(v *variant, ps *poolState) string {
 
 func (ps *poolState) withinLimits(t *typeInfo) bool {
 	for _, r := range ps.limited {
-		if ps.used[r]+t.capacity[r] > ps.limits[r] {
+		if ps.used.At(r)+t.capacity.At(r) > ps.limits.At(r) {
 			return false
 		}
 	}
@@ -1003,7 +1004,7 @@ func (ps *poolState) withinLimits(t *typeInfo) bool {
 
 func (ps *poolState) fitsLimits(used *Resources) bool {
 	for _, r := range ps.limited {
-		if used[r] > ps.limits[r] {
+		if used.At(r) > ps.limits.At(r) {
 			return false
 		}
 	}
@@ -1012,13 +1013,13 @@ func (ps *poolState) fitsLimits(used *Resources) bool {
 
 func (ps *poolState) limitReason(idx *ResourceIndex) string {
 	for _, r := range ps.limited {
-		smallest := int64(math.MaxInt64)
+		smallest := int64(MaxQuantity)
 		for _, t := range ps.types {
-			smallest = min(smallest, t.capacity[r])
+			smallest = min(smallest, t.capacity.At(r))
 		}
-		if ps.used[r]+smallest > ps.limits[r] {
+		if used, limit := ps.used.At(r), ps.limits.At(r); used+smallest > limit {
 			return fmt.Sprintf("limit %s=%s reached (%s in use, the smallest instance type adds %s)",
-				idx.Name(r), idx.Quantity(r, ps.limits[r]), idx.Quantity(r, ps.used[r]), idx.Quantity(r, smallest))
+				idx.Name(r), idx.Quantity(r, limit), idx.Quantity(r, used), idx.Quantity(r, smallest))
 		}
 	}
 	return "limits reached"
@@ -1029,9 +1030,8 @@ func (ps *poolState) limitsLeft(idx *ResourceIndex) string {
 	var why []string
 	for _, r := range ps.limited {
 		for _, t := range ps.types {
-			if ps.used[r]+t.capacity[r] > ps.limits[r] {
-				why = append(why, fmt.Sprintf("limit %s=%s leaves %s", idx.Name(r), idx.Quantity(r, ps.limits[r]),
-					idx.Quantity(r, ps.limits[r]-ps.used[r])))
+			if used, limit := ps.used.At(r), ps.limits.At(r); used+t.capacity.At(r) > limit {
+				why = append(why, fmt.Sprintf("limit %s=%s leaves %s", idx.Name(r), idx.Quantity(r, limit), idx.Quantity(r, limit-used)))
 				break
 			}
 		}
@@ -1120,7 +1120,7 @@ func (s *solver) resourceReason(n *simNode, c *podClass, r int) string {
 	if n.kind != plannedNode {
 		return fmt.Sprintf("insufficient %s", name)
 	}
-	return fmt.Sprintf("no instance type offers %s %s", s.idx.Quantity(r, c.req[r]), name)
+	return fmt.Sprintf("no instance type offers %s %s", s.idx.Quantity(r, c.req.At(r)), name)
 }
 
 // narrowOptions keeps the planned node's instance types that match reqs, have an
@@ -1186,7 +1186,7 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 	}
 	n.options = append(n.options[:0], kept...)
 	n.alloc = maxAlloc(n.options, s.n)
-	if n.anchor != (Resources{}) {
+	if !n.anchor.IsZero() {
 		n.alloc = n.anchor
 	}
 	n.reserved = s.reservation(n.options)
@@ -1261,8 +1261,8 @@ func (s *solver) optionsReason(n *simNode, reqs Requirements, req *Resources) st
 		return fmt.Sprintf("no instance type with an available offering matches %s", reqs)
 	}
 	for r := range s.n {
-		if want[r] > biggest[r] {
-			return fmt.Sprintf("no instance type offers %s %s", s.idx.Quantity(r, want[r]), s.idx.Name(r))
+		if want.At(r) > biggest.At(r) {
+			return fmt.Sprintf("no instance type offers %s %s", s.idx.Quantity(r, want.At(r)), s.idx.Name(r))
 		}
 	}
 	return "no single instance type fits all of cpu, memory and pods requested"
@@ -1522,10 +1522,10 @@ func (s *solver) repack(group []*simNode) []*simNode {
 		members = append(members, n.pods...)
 	}
 	slices.SortStableFunc(members, func(a, b *podInfo) int {
-		if c := cmp.Compare(b.class.req[ResourceCPU], a.class.req[ResourceCPU]); c != 0 {
+		if c := cmp.Compare(b.class.req.At(ResourceCPU), a.class.req.At(ResourceCPU)); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.class.req[ResourceMemory], a.class.req[ResourceMemory])
+		return cmp.Compare(b.class.req.At(ResourceMemory), a.class.req.At(ResourceMemory))
 	})
 	// Nodes of type t cannot hold the pods for less than the fluid bound:
 	// price × the fraction of t's allocatable the pods take in their tightest
@@ -1542,12 +1542,13 @@ func (s *solver) repack(group []*simNode) []*simNode {
 		}
 		frac := 0.0
 		for r := range s.n {
-			if used[r] > 0 {
-				if t.alloc[r] <= 0 {
+			if u := used.At(r); u > 0 {
+				a := t.alloc.At(r)
+				if a <= 0 {
 					frac = math.Inf(1)
 					break
 				}
-				frac = max(frac, float64(used[r])/float64(t.alloc[r]))
+				frac = max(frac, float64(u)/float64(a))
 			}
 		}
 		if b := prices[t] * frac; b < current {
@@ -1686,7 +1687,7 @@ func packInto(pods []*podInfo, alloc *Resources, n int) ([][]*podInfo, []Resourc
 
 // plan turns the solver's nodes into the result.
 func (s *solver) plan() *Plan {
-	out := &Plan{Unschedulable: s.failures}
+	out := &Plan{Unschedulable: s.failures, Warnings: s.warnings}
 	for _, p := range s.pods {
 		n := s.placed[p.pod]
 		if n != nil && n.kind != plannedNode {
@@ -1714,7 +1715,7 @@ func (s *solver) finish(n *simNode) *NewNode {
 	var options []priced
 	within := func(t *typeInfo) bool {
 		for _, r := range n.pool.limited {
-			if t.capacity[r] > n.reserved[r] {
+			if t.capacity.At(r) > n.reserved.At(r) {
 				return false
 			}
 		}

@@ -474,4 +474,4 @@ func TestSecondOpinionIsDeterministic(t *testing.T) {
 	}
 }
 
-func solveWith(in *Input, slack float64) (*Plan, error) { return SolveOnce(in, Options{}, slack) }
+func solveWith(in *Input, slack float64) (*Plan, error) { return SolveOnce(in, Options{}, slack), nil }

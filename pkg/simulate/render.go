@@ -59,12 +59,14 @@ type Report struct {
 	NewNodes      []NodeView    `json:"newNodes"`
 	Bindings      []BindingView `json:"existingNodeBindings,omitempty"`
 	Unschedulable []FailureView `json:"unschedulable,omitempty"`
+	// Warnings name input the plan left out, such as a DaemonSet it cannot read.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // NewReport shapes a result for printing.
 func NewReport(r *Result, version string) *Report {
 	p := r.Plan
-	rep := &Report{LowerBound: round(r.LowerBound)}
+	rep := &Report{LowerBound: round(r.LowerBound), Warnings: p.Warnings}
 	scheduled := len(p.Bindings)
 	for _, n := range p.NewNodes {
 		scheduled += len(n.Pods)
@@ -96,7 +98,7 @@ func NewReport(r *Result, version string) *Report {
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 // WriteJSON prints the summary alone on the first line, then one line per new node,
-// binding and unschedulable pod.
+// binding, unschedulable pod and warning.
 func (rep *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	if err := enc.Encode(rep.Summary); err != nil {
@@ -114,6 +116,11 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 	}
 	for _, f := range rep.Unschedulable {
 		if err := enc.Encode(map[string]FailureView{"unschedulable": f}); err != nil {
+			return err
+		}
+	}
+	for _, warning := range rep.Warnings {
+		if err := enc.Encode(map[string]string{"warning": warning}); err != nil {
 			return err
 		}
 	}
@@ -172,6 +179,12 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(w, "\nUNSCHEDULABLE")
 		for _, f := range rep.Unschedulable {
 			fmt.Fprintf(w, "%s: %s\n", f.Pod, f.Reason)
+		}
+	}
+	if len(rep.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWARNINGS")
+		for _, warning := range rep.Warnings {
+			fmt.Fprintln(w, warning)
 		}
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 )
 
 func TestMixedManifests(t *testing.T) {
-	w, err := Load(t.Context(), []string{"testdata/mixed.yaml"})
+	w, err := Load(t.Context(), []string{"testdata/mixed.yaml"}, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestMixedManifests(t *testing.T) {
 }
 
 func TestInvalidNodePoolGetsTheCRDMessage(t *testing.T) {
-	_, err := Load(t.Context(), []string{"testdata/bad-nodepool.yaml"})
+	_, err := Load(t.Context(), []string{"testdata/bad-nodepool.yaml"}, Limits{})
 	if err == nil {
 		t.Fatal("accepted an invalid NodePool")
 	}
@@ -128,7 +128,7 @@ func TestGzipAndDirectories(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a manifest"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Load(t.Context(), []string{dir})
+	w, err := Load(t.Context(), []string{dir}, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestBadInput(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Load(t.Context(), []string{path})
+			_, err := Load(t.Context(), []string{path}, Limits{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
 			}
@@ -164,7 +164,7 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := Load(t.Context(), []string{"../../examples/seed"})
+	w, err := Load(t.Context(), []string{"../../examples/seed"}, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestExamples(t *testing.T) {
 		t.Errorf("seed: %d of 10 pods on new nodes, %d unschedulable", placed, len(res.Plan.Unschedulable))
 	}
 
-	w, err = Load(t.Context(), []string{"../../examples/aws"})
+	w, err = Load(t.Context(), []string{"../../examples/aws"}, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestExamples(t *testing.T) {
 // The consolidation example: the empty node goes first, the idle ones follow, the
 // node with a do-not-disrupt pod stays, and the price falls.
 func TestConsolidateExample(t *testing.T) {
-	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"})
+	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"}, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestConsolidateExample(t *testing.T) {
 
 // A PDB that allows no disruption keeps its pods' nodes.
 func TestConsolidateHonoursPDB(t *testing.T) {
-	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"})
+	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"}, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,34 +156,7 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 			in.Pods = append(in.Pods, p)
 		}
 	}
-	claimOf := map[string]*v1.NodeClaim{}
-	for i := range claims.Items {
-		if id := claims.Items[i].Status.ProviderID; id != "" {
-			claimOf[id] = &claims.Items[i]
-		}
-	}
-	registered := map[string]bool{}
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
-		registered[n.Spec.ProviderID] = true
-		if nc := claimOf[n.Spec.ProviderID]; n.DeletionTimestamp != nil || nc != nil && nc.DeletionTimestamp != nil {
-			// Going away: its pods need a place now, before they are evicted, so
-			// that their new node is on its way while the old one drains.
-			for _, p := range bound[n.Name] {
-				if scheduling.Reschedulable(p) {
-					cp := *p
-					cp.Spec.NodeName = ""
-					in.Pods = append(in.Pods, &cp)
-				}
-			}
-			continue
-		}
-		if nc := claimOf[n.Spec.ProviderID]; nc != nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
-			n = withoutStartupTaints(n, nc)
-		}
-		in.Nodes = append(in.Nodes, &scheduling.Node{Node: n, Pods: bound[n.Name]})
-	}
-	// Each pool's types by name, for the reservations of its launching claims.
+	// Each pool's types by name, for the reservations of its claims not launched.
 	typesOf := map[string]map[string]*scheduling.InstanceType{}
 	for i := range pools.Items {
 		np := &pools.Items[i]
@@ -192,30 +165,40 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		}
 		pool := &scheduling.NodePool{NodePool: np}
 		// One broken NodePool (its NodeClass missing, say) must not stop the others.
+		// A NodePool not Ready would have every claim refused (a template label the
+		// API server rejects, say).
 		if pool.InstanceTypes, err = instanceTypes(np); err != nil {
 			pool.Unavailable = err.Error()
+		} else if ready, why := NodePoolReady(np); !ready {
+			pool.Unavailable = why
 		}
-		byName := make(map[string]*scheduling.InstanceType, len(pool.InstanceTypes))
-		for _, it := range pool.InstanceTypes {
-			byName[it.Name] = it
-		}
-		typesOf[np.Name] = byName
+		typesOf[np.Name] = TypesByName(pool.InstanceTypes)
 		snap.NodePools = append(snap.NodePools, np)
 		in.NodePools = append(in.NodePools, pool)
 	}
-	for i := range claims.Items {
-		nc := &claims.Items[i]
-		snap.Claims = append(snap.Claims, nc)
-		if nc.DeletionTimestamp != nil || (nc.Status.ProviderID != "" && registered[nc.Status.ProviderID]) {
-			continue
-		}
-		node := LaunchingNode(nc)
-		if len(nc.Status.Capacity) == 0 {
-			if reserved := reservedCapacity(nc, typesOf[nc.Labels[v1.NodePoolLabelKey]]); len(reserved) > 0 {
-				node.Status.Capacity = reserved
+	sorted := sortNodes(nodes.Items, claims.Items, typesOf)
+	for _, n := range sorted.leaving {
+		// Going away: its pods need a place now, before they are evicted, so that
+		// their new node is on its way while the old one drains.
+		for _, p := range bound[n.Name] {
+			if scheduling.Reschedulable(p) {
+				cp := *p
+				cp.Spec.NodeName = ""
+				in.Pods = append(in.Pods, &cp)
 			}
 		}
-		in.Nodes = append(in.Nodes, &scheduling.Node{Node: node, Launching: true})
+	}
+	for _, n := range sorted.up {
+		in.Nodes = append(in.Nodes, &scheduling.Node{Node: n, Pods: bound[n.Name]})
+	}
+	for _, n := range sorted.launching {
+		in.Nodes = append(in.Nodes, &scheduling.Node{Node: n, Launching: true})
+	}
+	for _, pool := range in.NodePools {
+		pool.Draining = countedDraining(pool.NodePool, sorted.draining[pool.NodePool.Name])
+	}
+	for i := range claims.Items {
+		snap.Claims = append(snap.Claims, &claims.Items[i])
 	}
 	for i := range daemonSets.Items {
 		ds := &daemonSets.Items[i]
@@ -242,6 +225,182 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return snap, nil
+}
+
+// sorted is the cluster's nodes and claims by what they are to a plan.
+type sorted struct {
+	// up are the nodes pods may go to, as they will be once up (see
+	// withoutStartupTaints); launching, the claims not registered yet as the nodes
+	// they will be.
+	up, launching []*corev1.Node
+	// leaving are the nodes going away (the node or its claim being deleted).
+	leaving []*corev1.Node
+	// draining is, by NodePool, the capacity of the claims going away: it counts
+	// against the pool's limits until the claim is gone, which is once its
+	// instance is.
+	draining map[string]corev1.ResourceList
+}
+
+// sortNodes sorts nodes and claims; types are each pool's instance types by name,
+// for the reservations of claims not launched yet.
+func sortNodes(nodes []corev1.Node, claims []v1.NodeClaim, types map[string]map[string]*scheduling.InstanceType) sorted {
+	out := sorted{draining: map[string]corev1.ResourceList{}}
+	claimOf := map[string]*v1.NodeClaim{}
+	for i := range claims {
+		if id := claims[i].Status.ProviderID; id != "" {
+			claimOf[id] = &claims[i]
+		}
+	}
+	registered := map[string]*corev1.Node{}
+	for i := range nodes {
+		n := &nodes[i]
+		registered[n.Spec.ProviderID] = n
+		nc := claimOf[n.Spec.ProviderID]
+		if n.DeletionTimestamp != nil || nc != nil && nc.DeletionTimestamp != nil {
+			out.leaving = append(out.leaving, n)
+			if nc != nil {
+				add(out.draining, nc.Labels[v1.NodePoolLabelKey], limitCapacity(n))
+			}
+			continue
+		}
+		if nc != nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+			n = withoutStartupTaints(n, nc)
+		}
+		out.up = append(out.up, n)
+	}
+	for i := range claims {
+		nc := &claims[i]
+		if nc.Status.ProviderID != "" && registered[nc.Status.ProviderID] != nil {
+			continue // counted with its node
+		}
+		node := reservingNode(nc, types[nc.Labels[v1.NodePoolLabelKey]])
+		if nc.DeletionTimestamp != nil {
+			add(out.draining, nc.Labels[v1.NodePoolLabelKey], limitCapacity(node))
+			continue
+		}
+		out.launching = append(out.launching, node)
+	}
+	return out
+}
+
+// reservingNode is the node a claim not registered yet will be, with the capacity
+// it holds against its pool's limits: its instance's once launched, else its
+// reservation (see Reservation).
+func reservingNode(nc *v1.NodeClaim, types map[string]*scheduling.InstanceType) *corev1.Node {
+	node := LaunchingNode(nc)
+	if len(nc.Status.Capacity) == 0 {
+		if reserved := Reservation(nc, types); len(reserved) > 0 {
+			node.Status.Capacity = reserved
+		}
+	}
+	return node
+}
+
+// ClaimUsage is what a claim not registered yet counts against its NodePool's
+// limits, as a snapshot counts it; types are the pool's instance types by name.
+func ClaimUsage(nc *v1.NodeClaim, types map[string]*scheduling.InstanceType) corev1.ResourceList {
+	return limitCapacity(reservingNode(nc, types))
+}
+
+// TypesByName indexes instance types by name.
+func TypesByName(types []*scheduling.InstanceType) map[string]*scheduling.InstanceType {
+	out := make(map[string]*scheduling.InstanceType, len(types))
+	for _, it := range types {
+		out[it.Name] = it
+	}
+	return out
+}
+
+// limitCapacity is what a node counts against its pool's limits, as the scheduling
+// engine counts it: its capacity, else its allocatable; and one node.
+func limitCapacity(n *corev1.Node) corev1.ResourceList {
+	out := n.Status.Capacity.DeepCopy()
+	if len(out) == 0 {
+		out = n.Status.Allocatable.DeepCopy()
+	}
+	out[resourceNodes] = *resource.NewQuantity(1, resource.DecimalSI)
+	return out
+}
+
+// resourceNodes is the count of nodes a NodePool may limit.
+const resourceNodes corev1.ResourceName = "nodes"
+
+// add adds list to sums[pool].
+func add(sums map[string]corev1.ResourceList, pool string, list corev1.ResourceList) {
+	if pool == "" {
+		return
+	}
+	sum := sums[pool]
+	if sum == nil {
+		sum = corev1.ResourceList{}
+		sums[pool] = sum
+	}
+	for name, q := range list {
+		total := sum[name]
+		total.Add(q)
+		sum[name] = total
+	}
+}
+
+// countedDraining is what the scheduling engine is to count of a pool's draining
+// capacity: the count of nodes only where the pool limits it, as the engine counts
+// nodes only then.
+func countedDraining(np *v1.NodePool, draining corev1.ResourceList) corev1.ResourceList {
+	if _, ok := np.Spec.Limits[resourceNodes]; ok || len(draining) == 0 {
+		return draining
+	}
+	out := draining.DeepCopy()
+	delete(out, resourceNodes)
+	return out
+}
+
+// NodePoolReady reports whether new nodes may come from the NodePool: its Ready
+// condition is True for its current generation (a changed template is checked
+// again before use). Otherwise it says why not.
+func NodePoolReady(np *v1.NodePool) (bool, string) {
+	c := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionTypeReady)
+	switch {
+	case c == nil:
+		return false, "not Ready yet (no Ready condition)"
+	case c.Status != metav1.ConditionTrue:
+		return false, fmt.Sprintf("not Ready (%s): %s", c.Reason, c.Message)
+	case c.ObservedGeneration != np.Generation:
+		return false, fmt.Sprintf("not Ready yet: generation %d not validated", np.Generation)
+	}
+	return true, ""
+}
+
+// Usage is, by NodePool, what counts against its limits now: its nodes up, its
+// claims launching (their reservations) and its claims going away, counted as a
+// snapshot counts them. pools supply the instance types of the reservations. It
+// reads the cache afresh, for a check just before creating claims.
+func (c *Cluster) Usage(ctx context.Context, pools []*scheduling.NodePool) (map[string]corev1.ResourceList, error) {
+	var nodes corev1.NodeList
+	var claims v1.NodeClaimList
+	for _, list := range []client.ObjectList{&nodes, &claims} {
+		if err := c.kube.List(ctx, list, read); err != nil {
+			return nil, fmt.Errorf("listing %T: %w", list, err)
+		}
+	}
+	types := map[string]map[string]*scheduling.InstanceType{}
+	for _, p := range pools {
+		types[p.NodePool.Name] = TypesByName(p.InstanceTypes)
+	}
+	return usage(sortNodes(nodes.Items, claims.Items, types)), nil
+}
+
+// usage sums what the sorted nodes and claims count against each pool's limits.
+func usage(s sorted) map[string]corev1.ResourceList {
+	out := map[string]corev1.ResourceList{}
+	for pool, list := range s.draining {
+		add(out, pool, list)
+	}
+	for _, nodes := range [][]*corev1.Node{s.up, s.launching} {
+		for _, n := range nodes {
+			add(out, n.Labels[v1.NodePoolLabelKey], limitCapacity(n))
+		}
+	}
+	return out
 }
 
 // withoutStartupTaints describes a node still coming up as it will be once up: the
@@ -282,13 +441,13 @@ func Provisionable(p *corev1.Pod) bool {
 	return false
 }
 
-// reservedCapacity is what a claim that has not launched yet counts against its
+// Reservation is what a claim that has not launched yet counts against its
 // NodePool's limits: for each resource, the most any of its instance-type options
 // has. The plan reserved the capacity of the cheapest option and kept only options
 // no larger in a limited resource, so this is that reservation; counting only the
 // requests the claim was made for would let the next batch, planning before the
 // launch, go past a limit. types are the NodePool's instance types by name.
-func reservedCapacity(nc *v1.NodeClaim, types map[string]*scheduling.InstanceType) corev1.ResourceList {
+func Reservation(nc *v1.NodeClaim, types map[string]*scheduling.InstanceType) corev1.ResourceList {
 	var options []string
 	for _, r := range nc.Spec.Requirements {
 		if r.Key == v1.LabelInstanceType && r.Operator == v1.NodeSelectorOpIn {

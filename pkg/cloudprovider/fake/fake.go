@@ -20,7 +20,10 @@ type CloudProvider struct {
 	mu        sync.Mutex
 	types     []*scheduling.InstanceType
 	instances map[string]*v1.NodeClaim // by provider ID
-	next      int
+	// tokens maps each claim to its instance's provider ID, as a real cloud's
+	// client token makes a retried launch return the first one.
+	tokens map[string]string
+	next   int
 
 	// Calls records the method names called, in order.
 	Calls []string
@@ -38,7 +41,7 @@ var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
 // New returns a provider offering types.
 func New(types []*scheduling.InstanceType) *CloudProvider {
-	return &CloudProvider{types: types, instances: map[string]*v1.NodeClaim{},
+	return &CloudProvider{types: types, instances: map[string]*v1.NodeClaim{}, tokens: map[string]string{},
 		NextErrors: map[string][]error{}, Unavailable: map[cloudprovider.UnavailableOffering]bool{},
 		Drifted: map[string]cloudprovider.DriftReason{}}
 }
@@ -52,12 +55,24 @@ func (c *CloudProvider) call(name string) error {
 	return nil
 }
 
-// Create launches the cheapest allowed, available offering.
+// Create launches the cheapest allowed, available offering; launching again for a
+// claim whose instance still runs returns that instance.
 func (c *CloudProvider) Create(_ context.Context, claim *v1.NodeClaim) (*v1.NodeClaim, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.call("Create"); err != nil {
 		return nil, err
+	}
+	if inst, ok := c.instances[c.tokens[token(claim)]]; ok {
+		out := claim.DeepCopy()
+		if out.Labels == nil {
+			out.Labels = map[string]string{}
+		}
+		for _, k := range []string{v1.LabelInstanceType, v1.LabelZone, v1.CapacityTypeLabelKey} {
+			out.Labels[k] = inst.Labels[k]
+		}
+		out.Status = *inst.Status.DeepCopy()
+		return out, nil
 	}
 	reqs, err := scheduling.FromNodePool(claim.Spec.Requirements, nil)
 	if err != nil {
@@ -99,7 +114,17 @@ func (c *CloudProvider) Create(_ context.Context, claim *v1.NodeClaim) (*v1.Node
 	out.Labels[v1.LabelZone] = bestOffer.Zone
 	out.Labels[v1.CapacityTypeLabelKey] = bestOffer.CapacityType
 	c.instances[out.Status.ProviderID] = out.DeepCopy()
+	c.tokens[token(claim)] = out.Status.ProviderID
 	return out, nil
+}
+
+// token is the claim's client token: its UID, or for a claim built in a test
+// without an API server, its name.
+func token(claim *v1.NodeClaim) string {
+	if claim.UID != "" {
+		return "uid/" + string(claim.UID)
+	}
+	return "name/" + claim.Name
 }
 
 func allows(reqs scheduling.Requirements, key, value string) bool {
@@ -118,6 +143,11 @@ func (c *CloudProvider) Delete(_ context.Context, claim *v1.NodeClaim) error {
 		return &cloudprovider.NodeClaimNotFoundError{ProviderID: claim.Status.ProviderID}
 	}
 	delete(c.instances, claim.Status.ProviderID)
+	for t, id := range c.tokens {
+		if id == claim.Status.ProviderID {
+			delete(c.tokens, t)
+		}
+	}
 	return nil
 }
 

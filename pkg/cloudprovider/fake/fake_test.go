@@ -53,3 +53,37 @@ func TestLifecycleAndInjectedFailures(t *testing.T) {
 		t.Errorf("calls %v, want %v", cp.Calls, want)
 	}
 }
+
+// Launching again for a claim whose instance runs returns that instance, as a real
+// cloud's client token does; another claim, or the same one after its instance
+// is gone, gets a new one.
+func TestCreateIsIdempotentPerClaim(t *testing.T) {
+	cp := New(schedtest.SyntheticTypes(2))
+	ctx := t.Context()
+	a := claim()
+	a.UID = "uid-a"
+	first, err := cp.Create(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := cp.Create(ctx, a)
+	if err != nil || again.Status.ProviderID != first.Status.ProviderID || again.Labels[v1.LabelInstanceType] != first.Labels[v1.LabelInstanceType] {
+		t.Errorf("second launch for the claim: %v (%v), %v; want %s again", again.Status.ProviderID, again.Labels, err, first.Status.ProviderID)
+	}
+	b := claim()
+	b.UID = "uid-b" // same name, another claim
+	other, err := cp.Create(ctx, b)
+	if err != nil || other.Status.ProviderID == first.Status.ProviderID {
+		t.Errorf("another claim of the same name got %v, %v; want its own instance", other.Status.ProviderID, err)
+	}
+	if n := cp.Instances(); n != 2 {
+		t.Errorf("%d instances, want 2", n)
+	}
+	if err := cp.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	relaunched, err := cp.Create(ctx, a)
+	if err != nil || relaunched.Status.ProviderID == first.Status.ProviderID {
+		t.Errorf("launch after the instance was terminated: %v, %v; want a new instance", relaunched.Status.ProviderID, err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
 )
 
 // KwokNodeAnnotation hands a Node to kwok, which plays its kubelet.
@@ -94,15 +95,22 @@ func (r *Registrar) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	return res, client.IgnoreNotFound(r.kube.Status().Patch(ctx, inst, client.MergeFrom(base)))
 }
 
+// launchedFor reports whether inst is the instance the sim cloud launched for claim.
+func (r *Registrar) launchedFor(inst *v1alpha1.SimInstance, claim *v1.NodeClaim) bool {
+	return cloudprovider.Manages(r.cloud, claim) && instanceName(claim.UID) == inst.Name
+}
+
 func (r *Registrar) node(ctx context.Context, inst *v1alpha1.SimInstance) *corev1.Node {
-	it := r.cloud.typeOf(inst)
+	it := r.cloud.typeOf(ctx, inst)
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Name, Labels: map[string]string{},
 		Annotations: map[string]string{KwokNodeAnnotation: "fake"}}}
 	node.Spec.ProviderID = ProviderID(inst)
 	node.Spec.Taints = []corev1.Taint{v1.UnregisteredNoExecuteTaint}
-	// The kubelet starts with the claim's labels and taints (its user data).
+	// The kubelet starts with the claim's labels and taints (its user data), if
+	// the claim is the one the instance was launched for: a claim of the same name
+	// may be another's (Karpenter's, in a cut-over) or a later one.
 	claim := &v1.NodeClaim{}
-	if err := r.kube.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeClaim}, claim); err == nil {
+	if err := r.kube.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeClaim}, claim); err == nil && r.launchedFor(inst, claim) {
 		for k, v := range claim.Labels {
 			node.Labels[k] = v
 		}

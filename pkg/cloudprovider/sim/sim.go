@@ -7,7 +7,7 @@ package sim
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,14 +35,16 @@ const ProviderIDPrefix = "sim://"
 // InstanceLabel names, on a Node, the SimInstance behind it.
 const InstanceLabel = v1alpha1.Group + "/instance"
 
-// NodeClaimLabel names, on a SimInstance, the claim it was launched for; launching
-// is idempotent per claim, as a cloud API's client token makes it.
+// NodeClaimLabel names, on a SimInstance, the claim it was launched for.
 const NodeClaimLabel = v1alpha1.Group + "/nodeclaim"
 
 // CloudProvider is the simulated cloud.
 type CloudProvider struct {
-	kube  client.Client
-	clock clock.Clock
+	kube client.Client
+	// reader reads past kube's cache, where a launch must see what the API
+	// server has (see Create).
+	reader client.Reader
+	clock  clock.Clock
 
 	mu       sync.Mutex
 	catalogs map[string][]*scheduling.InstanceType
@@ -51,7 +54,14 @@ var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
 // New returns the simulated cloud, keeping its inventory through kube.
 func New(kube client.Client, clk clock.Clock) *CloudProvider {
-	return &CloudProvider{kube: kube, clock: clk, catalogs: map[string][]*scheduling.InstanceType{}}
+	return &CloudProvider{kube: kube, reader: kube, clock: clk, catalogs: map[string][]*scheduling.InstanceType{}}
+}
+
+// WithAPIReader has the cloud read an instance that the API server says exists
+// through reader (a manager's API reader) when kube's cache does not show it yet.
+func (c *CloudProvider) WithAPIReader(reader client.Reader) *CloudProvider {
+	c.reader = reader
+	return c
 }
 
 // NodeClassKinds is tailor.sh/SimNodeClass.
@@ -130,7 +140,20 @@ func unavailable(nc *v1alpha1.SimNodeClass, typeName string, o scheduling.Offeri
 
 // Create launches the cheapest available offering the claim's requirements allow,
 // as a SimInstance that registers its Node after the NodeClass's delay.
+//
+// Launching is idempotent per claim, as a cloud API's client token makes it: the
+// instance is named after the claim's UID, so a launch retried (after a crash, a
+// timeout, a lost answer or a failed write) gets the first instance back, from the
+// API server if the cache does not show it yet, and never makes a second.
 func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeClaim, error) {
+	if claim.UID == "" {
+		return nil, fmt.Errorf("nodeclaim %s has no metadata.uid, which names its instance: create the NodeClaim before launching it", claim.Name)
+	}
+	name := instanceName(claim.UID)
+	// Most retries find the instance in the cache, before waiting out a launch delay.
+	if inst := (&v1alpha1.SimInstance{}); c.kube.Get(ctx, client.ObjectKey{Name: name}, inst) == nil {
+		return c.existing(ctx, inst, claim)
+	}
 	nc, err := c.nodeClass(ctx, claim.Spec.NodeClassRef)
 	if err != nil {
 		return nil, err
@@ -166,16 +189,6 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if best == nil {
 		return nil, &cloudprovider.InsufficientCapacityError{Offerings: tried}
 	}
-	// A launch retried after a crash returns the instance already made for the claim.
-	existing := &v1alpha1.SimInstanceList{}
-	if err := c.kube.List(ctx, existing, client.MatchingLabels{NodeClaimLabel: claim.Name}); err != nil {
-		return nil, err
-	}
-	for i := range existing.Items {
-		if inst := &existing.Items[i]; inst.DeletionTimestamp == nil {
-			return c.describe(inst, c.typeOf(inst), claim), nil
-		}
-	}
 	if d := nc.Spec.LaunchDelay.Duration; d > 0 {
 		select {
 		case <-ctx.Done():
@@ -183,20 +196,34 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		case <-c.clock.After(d):
 		}
 	}
-	name, err := instanceName()
-	if err != nil {
-		return nil, err
-	}
 	inst := &v1alpha1.SimInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: claim.Labels[v1.NodePoolLabelKey], NodeClaimLabel: claim.Name}},
 		Spec: v1alpha1.SimInstanceSpec{NodeClaim: claim.Name, NodeClass: nc.Name, InstanceType: best.Name, Zone: offer.Zone,
 			CapacityType: offer.CapacityType, ImageID: nc.Spec.ImageID, Price: strconv.FormatFloat(offer.Price, 'f', -1, 64),
 			RegisterAfter: metav1.NewTime(c.clock.Now().Add(nc.Spec.RegistrationDelay.Duration))},
 	}
-	if err := c.kube.Create(ctx, inst); err != nil {
+	if err := c.kube.Create(ctx, inst); apierrors.IsAlreadyExists(err) {
+		found := &v1alpha1.SimInstance{}
+		if err := c.reader.Get(ctx, client.ObjectKey{Name: name}, found); err != nil {
+			// A cached reader that lags, or the instance went meanwhile: the retry sees.
+			return nil, fmt.Errorf("nodeclaim %s: its instance %s exists but could not be read: %w", claim.Name, name, err)
+		}
+		return c.existing(ctx, found, claim)
+	} else if err != nil {
 		return nil, fmt.Errorf("launching %s for nodeclaim %s: %w", best.Name, claim.Name, err)
 	}
 	return c.describe(inst, best, claim), nil
+}
+
+// existing returns the instance already launched for the claim.
+func (c *CloudProvider) existing(ctx context.Context, inst *v1alpha1.SimInstance, claim *v1.NodeClaim) (*v1.NodeClaim, error) {
+	if inst.Spec.NodeClaim != claim.Name {
+		return nil, fmt.Errorf("nodeclaim %s: instance %s, the name its UID gives, was launched for nodeclaim %s", claim.Name, inst.Name, inst.Spec.NodeClaim)
+	}
+	if inst.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("nodeclaim %s: its instance %s is terminating", claim.Name, inst.Name)
+	}
+	return c.describe(inst, c.typeOf(ctx, inst), claim), nil
 }
 
 func allows(reqs scheduling.Requirements, key, value string) bool {
@@ -204,12 +231,11 @@ func allows(reqs scheduling.Requirements, key, value string) bool {
 	return !ok || r.Has(value)
 }
 
-func instanceName() (string, error) {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return "i-" + hex.EncodeToString(b), nil
+// instanceName is the name of the instance launched for the claim with uid:
+// 17 hex digits, as an EC2 instance ID has.
+func instanceName(uid types.UID) string {
+	sum := sha256.Sum256([]byte(uid))
+	return "i-" + hex.EncodeToString(sum[:])[:17]
 }
 
 // ProviderID is the provider ID of a SimInstance.
@@ -265,10 +291,10 @@ func NodeLabels(inst *v1alpha1.SimInstance, it *scheduling.InstanceType) map[str
 	return labels
 }
 
-func (c *CloudProvider) typeOf(inst *v1alpha1.SimInstance) *scheduling.InstanceType {
+func (c *CloudProvider) typeOf(ctx context.Context, inst *v1alpha1.SimInstance) *scheduling.InstanceType {
 	nc := &v1alpha1.SimNodeClass{}
 	name := "aws-us-east-1"
-	if err := c.kube.Get(context.Background(), client.ObjectKey{Name: inst.Spec.NodeClass}, nc); err == nil {
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeClass}, nc); err == nil {
 		name = nc.Spec.Catalog
 	}
 	types, err := c.catalog(name)
@@ -312,7 +338,7 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeCla
 		}
 		return nil, err
 	}
-	return c.describe(inst, c.typeOf(inst), nil), nil
+	return c.describe(inst, c.typeOf(ctx, inst), nil), nil
 }
 
 // List describes every instance.
@@ -323,7 +349,7 @@ func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 	}
 	out := make([]*v1.NodeClaim, 0, len(list.Items))
 	for i := range list.Items {
-		out = append(out, c.describe(&list.Items[i], c.typeOf(&list.Items[i]), nil))
+		out = append(out, c.describe(&list.Items[i], c.typeOf(ctx, &list.Items[i]), nil))
 	}
 	slices.SortFunc(out, func(a, b *v1.NodeClaim) int { return strings.Compare(a.Status.ProviderID, b.Status.ProviderID) })
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,9 +50,11 @@ func nodeClass(t *testing.T, name string, mutate func(*v1alpha1.SimNodeClass)) *
 	return nc
 }
 
+// claim is a claim of the class; its UID (which the API server replaces when the
+// claim is created there) lets it launch without being created.
 func claim(name, class string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
 	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default", "team": "payments"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{v1.NodePoolLabelKey: "default", "team": "payments"}},
 		Spec: v1.NodeClaimSpec{Requirements: reqs, NodeClassRef: &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: class},
 			Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}},
 	}
@@ -286,5 +289,105 @@ func TestDrift(t *testing.T) {
 	}
 	if reason, err := cloud.IsDrifted(ctx, launched); err != nil || reason != "ImageDrift" {
 		t.Errorf("after an image change: %q %v, want ImageDrift", reason, err)
+	}
+}
+
+// staleCache is a client whose cache has not seen any SimInstance yet: the
+// informer lags the API server, by seconds under load.
+type staleCache struct{ client.Client }
+
+func (s staleCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*v1alpha1.SimInstance); ok {
+		return apierrors.NewNotFound(schema.GroupResource{Group: v1alpha1.Group, Resource: "siminstances"}, key.Name)
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+func (s staleCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*v1alpha1.SimInstanceList); ok {
+		return nil
+	}
+	return s.Client.List(ctx, list, opts...)
+}
+
+// A launch retried while the cache does not show the first one yet makes no
+// second instance: the instance's name comes from the claim's UID, so the API
+// server refuses a second, and the first is read past the cache (or, with no
+// reader that can, the retry fails and is retried).
+func TestRetriedLaunchWithAStaleCacheMakesOneInstance(t *testing.T) {
+	nodeClass(t, "tokens", nil)
+	for _, tt := range []struct {
+		name      string
+		apiReader bool
+	}{{"with-api-reader", true}, {"cache-only", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			cloud := New(staleCache{kube}, clocktesting.NewFakeClock(time.Now()))
+			if tt.apiReader {
+				cloud = cloud.WithAPIReader(kube)
+			}
+			c := claim("token-"+tt.name, "tokens", in(v1.LabelInstanceType, "m5.large"))
+			if err := kube.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = kube.Delete(context.Background(), c) })
+			first, err := cloud.Create(ctx, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cloud.Delete(context.Background(), first) })
+			again, err := cloud.Create(ctx, c)
+			switch {
+			case tt.apiReader && (err != nil || again.Status.ProviderID != first.Status.ProviderID):
+				t.Errorf("retried launch: %v, %v; want the first instance %s", again, err, first.Status.ProviderID)
+			case !tt.apiReader && err == nil && again.Status.ProviderID != first.Status.ProviderID:
+				t.Errorf("retried launch made %s; want the first instance %s or an error to retry", again.Status.ProviderID, first.Status.ProviderID)
+			}
+			instances := &v1alpha1.SimInstanceList{}
+			if err := kube.List(ctx, instances, client.MatchingLabels{NodeClaimLabel: c.Name}); err != nil {
+				t.Fatal(err)
+			}
+			if len(instances.Items) != 1 {
+				t.Errorf("%d instances for one claim, want 1", len(instances.Items))
+			}
+		})
+	}
+}
+
+// The registrar gives a Node the labels and taints of the claim its instance was
+// launched for only: a claim of another NodeClass kind (Karpenter's), even one
+// whose name and UID match, is not the sim cloud's.
+func TestRegistrarIgnoresForeignClaims(t *testing.T) {
+	ctx := t.Context()
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := New(kube, clk)
+	foreign := claim("karpenter-claim", "default", in(v1.LabelInstanceType, "m5.large"))
+	foreign.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	if err := kube.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), foreign) })
+	inst := &v1alpha1.SimInstance{ObjectMeta: metav1.ObjectMeta{Name: instanceName(foreign.UID)},
+		Spec: v1alpha1.SimInstanceSpec{NodeClaim: foreign.Name, NodeClass: "default", InstanceType: "m5.large", Zone: "us-east-1a",
+			CapacityType: v1.CapacityTypeOnDemand, ImageID: "sim-image-1", Price: "0.096", RegisterAfter: metav1.NewTime(clk.Now())}}
+	if err := kube.Create(ctx, inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.Delete(context.Background(), inst)
+		_ = kube.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: inst.Name}})
+	})
+	if _, err := NewRegistrar(kube, cloud, clk).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(inst)}); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: inst.Name}, node); err != nil {
+		t.Fatalf("the instance's node did not register: %v", err)
+	}
+	if node.Labels["team"] != "" || hasTaint(node, "dedicated") {
+		t.Errorf("node took the foreign claim's labels %v and taints %v", node.Labels, node.Spec.Taints)
+	}
+	if node.Labels[v1.LabelInstanceType] != "m5.large" || !hasTaint(node, v1.UnregisteredNoExecuteTaint.Key) {
+		t.Errorf("node labels %v, taints %v; want the instance's own and karpenter.sh/unregistered", node.Labels, node.Spec.Taints)
 	}
 }

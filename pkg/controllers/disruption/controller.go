@@ -137,9 +137,9 @@ func (c *Controller) input(ctx context.Context) (*disrupt.Input, error) {
 		return nil, err
 	}
 	in := &disrupt.Input{Now: c.clock.Now(), Cluster: snap.Input, Claims: snap.Claims, PDBs: snap.PDBs,
-		ProviderDrift: map[string]string{}, Options: disrupt.Options{MinSavings: c.opts.MinSavings}}
+		ProviderDrift: map[string]string{}, Manages: c.manages, Options: disrupt.Options{MinSavings: c.opts.MinSavings}}
 	for _, nc := range snap.Claims {
-		if nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+		if nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) || !c.manages(nc) {
 			continue
 		}
 		reason, err := c.cloud.IsDrifted(ctx, nc)
@@ -153,6 +153,9 @@ func (c *Controller) input(ctx context.Context) (*disrupt.Input, error) {
 	}
 	return in, nil
 }
+
+// manages reports whether the claim is the running provider's to disrupt.
+func (c *Controller) manages(nc *v1.NodeClaim) bool { return cloudprovider.Manages(c.cloud, nc) }
 
 // report makes an event for each node newly blocked, or blocked for a new reason.
 func (c *Controller) report(dec *disrupt.Decision) {
@@ -298,7 +301,8 @@ func isDisrupted(t corev1.Taint) bool {
 }
 
 // releaseStale untaints nodes left tainted by a command that never finished (the
-// controller restarted mid-way): a node whose claim is not being deleted.
+// controller restarted mid-way): a node whose claim is not being deleted. A foreign
+// claim's taint is its own controller's business.
 func (c *Controller) releaseStale(ctx context.Context) error {
 	nodes := &corev1.NodeList{}
 	if err := c.kube.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
@@ -313,7 +317,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 		if err := c.kube.List(ctx, claims, client.MatchingFields{nodeclaim.ProviderIDIndex: n.Spec.ProviderID}); err != nil {
 			return err
 		}
-		if len(claims.Items) == 0 || claims.Items[0].DeletionTimestamp != nil {
+		if len(claims.Items) == 0 || claims.Items[0].DeletionTimestamp != nil || !c.manages(&claims.Items[0]) {
 			continue
 		}
 		log.FromContext(ctx).Info("releasing a node left tainted by an unfinished disruption", "node", n.Name)

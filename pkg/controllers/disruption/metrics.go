@@ -15,6 +15,7 @@ func metricReason(r v1.DisruptionReason) string { return strings.ToLower(string(
 const (
 	ReasonExpired     = "expired"
 	ReasonInterrupted = "interrupted"
+	ReasonUnhealthy   = "unhealthy" // node repair
 )
 
 // Metrics, named as Karpenter names them.

@@ -1,23 +1,32 @@
 // Package nodepool keeps NodePool status: the resources and nodes in use, whether
-// its NodeClass is ready, whether the template passes runtime validation, and the
-// template hash (karpenter.sh/nodepool-hash) that drift detection compares.
+// its NodeClass is ready, whether the template can produce a NodeClaim the API
+// server accepts, and the template hash (karpenter.sh/nodepool-hash) that drift
+// detection compares, re-stamped on claims stamped by another hash version.
 package nodepool
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
-	"regexp"
+	"slices"
 	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -25,6 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // HashVersion changes when the hash function does, so drift can tell old hashes.
@@ -34,14 +45,26 @@ const HashVersion = "v1"
 type Controller struct {
 	kube        client.Client
 	nodeClasses []client.Object
+	// admitted remembers, by NodePool name, the API server's answer to a dry-run
+	// NodeClaim from each pool's template, for the generation it was asked for.
+	mu       sync.Mutex
+	admitted map[string]admission
+}
+
+// admission is the API server's answer for one generation of a NodePool.
+type admission struct {
+	uid        types.UID
+	generation int64
+	refused    string // why the NodeClaim was refused, or ""
 }
 
 // NewController returns the controller. nodeClasses are the NodeClass kinds the
 // cloud provider serves (e.g. SimNodeClass): a change to one refreshes the
 // NodePools that refer to it, so a NodeClass created or turning ready after its
-// NodePool makes the NodePool ready.
+// NodePool makes the NodePool ready; and only claims of those kinds have their
+// nodepool hash re-stamped.
 func NewController(kube client.Client, nodeClasses ...client.Object) *Controller {
-	return &Controller{kube: kube, nodeClasses: nodeClasses}
+	return &Controller{kube: kube, nodeClasses: nodeClasses, admitted: map[string]admission{}}
 }
 
 // Register adds the controller to mgr; NodeClaim changes refresh their pool, and
@@ -86,9 +109,14 @@ func (c *Controller) poolsReferring(ctx context.Context, kind schema.GroupKind, 
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	np := &v1.NodePool{}
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.mu.Lock()
+			delete(c.admitted, req.Name)
+			c.mu.Unlock()
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if hash := Hash(np); np.Annotations[v1.NodePoolHashAnnotationKey] != hash {
+	if hash := Hash(np); np.Annotations[v1.NodePoolHashAnnotationKey] != hash || np.Annotations[v1.NodePoolHashVersionAnnotationKey] != HashVersion {
 		patch := client.MergeFrom(np.DeepCopy())
 		metav1.SetMetaDataAnnotation(&np.ObjectMeta, v1.NodePoolHashAnnotationKey, hash)
 		metav1.SetMetaDataAnnotation(&np.ObjectMeta, v1.NodePoolHashVersionAnnotationKey, HashVersion)
@@ -102,6 +130,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
+	var errs []error
+	if err := c.restamp(ctx, np, claims.Items); err != nil {
+		errs = append(errs, err)
+	}
 	resources := corev1.ResourceList{}
 	var nodes int64
 	for _, nc := range claims.Items {
@@ -112,6 +144,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			resources[name] = sum
 		}
 	}
+	// A claim being deleted still counts: its instance runs until termination ends.
 	resources["nodes"] = *resource.NewQuantity(nodes, resource.DecimalSI)
 	np.Status.Resources = resources
 	np.Status.Nodes = &nodes
@@ -119,23 +152,123 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	classReady, classReason, classMessage := c.nodeClassReady(ctx, np)
 	setCondition(np, v1.ConditionTypeNodeClassReady, classReady, classReason, classMessage)
 	valid, why := Validate(np)
-	validReason := "Valid"
-	if !valid {
-		validReason = "InvalidTemplate"
+	unknown := false
+	if valid {
+		var err error
+		if why, err = c.admits(ctx, np); err != nil {
+			// Unknown: leave validity and readiness as they were, and ask again.
+			unknown = true
+			errs = append(errs, err)
+		}
+		valid = why == ""
 	}
-	setCondition(np, v1.ConditionTypeValidationSucceeded, valid, validReason, why)
-	ready, reason, message := true, "Ready", ""
-	switch {
-	case !valid:
-		ready, reason, message = false, "ValidationFailed", why
-	case !classReady:
-		ready, reason, message = false, "NodeClassNotReady", classMessage
+	if !unknown {
+		validReason := "Valid"
+		if !valid {
+			validReason = "InvalidTemplate"
+		}
+		setCondition(np, v1.ConditionTypeValidationSucceeded, valid, validReason, why)
+		ready, reason, message := true, "Ready", ""
+		switch {
+		case !valid:
+			ready, reason, message = false, "ValidationFailed", why
+		case !classReady:
+			ready, reason, message = false, "NodeClassNotReady", classMessage
+		}
+		setCondition(np, v1.ConditionTypeReady, ready, reason, message)
 	}
-	setCondition(np, v1.ConditionTypeReady, ready, reason, message)
-	if equality.Semantic.DeepEqual(base.Status, np.Status) {
-		return reconcile.Result{}, nil // an empty patch is still a request
+	if !equality.Semantic.DeepEqual(base.Status, np.Status) { // an empty patch is still a request
+		// The lock keeps conditions other controllers set on the pool meanwhile: a
+		// merge patch replaces the whole list.
+		err := c.kube.Status().Patch(ctx, np, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{Requeue: true}, errors.Join(errs...)
+		}
+		if client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("NodePool %s: updating status: %w", np.Name, err))
+		}
 	}
-	return reconcile.Result{}, client.IgnoreNotFound(c.kube.Status().Patch(ctx, np, client.MergeFrom(base)))
+	return reconcile.Result{}, errors.Join(errs...)
+}
+
+// admits asks the API server, with a dry-run create, whether it accepts a NodeClaim
+// made from the pool's template, once per generation: the NodeClaim's schema and
+// metadata rules are not all the NodePool's, and a template that passes its own but
+// not the claim's would have every create refused. It returns why the claim was
+// refused, or "", or an error when the answer is unknown.
+func (c *Controller) admits(ctx context.Context, np *v1.NodePool) (string, error) {
+	c.mu.Lock()
+	known, ok := c.admitted[np.Name]
+	c.mu.Unlock()
+	if ok && known.uid == np.UID && known.generation == np.Generation {
+		return known.refused, nil
+	}
+	refused := ""
+	if nc, err := templateClaim(np); err != nil {
+		refused = err.Error()
+	} else if err := c.kube.Create(ctx, nc, client.DryRunAll); apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		refused = "a NodeClaim from the template is refused: " + err.Error()
+	} else if err != nil {
+		return "", fmt.Errorf("NodePool %s: dry-run creating a NodeClaim from its template: %w", np.Name, err)
+	}
+	c.mu.Lock()
+	c.admitted[np.Name] = admission{uid: np.UID, generation: np.Generation, refused: refused}
+	c.mu.Unlock()
+	return refused, nil
+}
+
+// templateClaim is a NodeClaim as the provisioner would make it from the pool, for
+// a node the template's own requirements describe.
+func templateClaim(np *v1.NodePool) (*v1.NodeClaim, error) {
+	reqs, err := scheduling.FromNodePool(np.Spec.Template.Spec.Requirements, np.Spec.Template.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("spec.template.spec.requirements: %w", err)
+	}
+	reqs = reqs.With(scheduling.MustRequirement(v1.NodePoolLabelKey, v1.NodeSelectorOpIn, np.Name))
+	return provisioning.NodeClaim(np, &scheduling.NewNode{NodePool: np.Name, Requirements: reqs}), nil
+}
+
+// restamp gives the pool's claims stamped by another hash version the pool's
+// current hash and version. Hashes of different versions cannot be compared (the
+// claims of a Karpenter being replaced carry its version), so such a claim is taken
+// as launched from the template it runs under, never as drifted. Only claims of the
+// NodeClass kinds this provider serves are touched.
+func (c *Controller) restamp(ctx context.Context, np *v1.NodePool, claims []v1.NodeClaim) error {
+	hash, version := np.Annotations[v1.NodePoolHashAnnotationKey], np.Annotations[v1.NodePoolHashVersionAnnotationKey]
+	if hash == "" || version != HashVersion {
+		return nil
+	}
+	kinds := make([]schema.GroupKind, 0, len(c.nodeClasses))
+	for _, obj := range c.nodeClasses {
+		gvk, err := apiutil.GVKForObject(obj, c.kube.Scheme())
+		if err != nil {
+			return err
+		}
+		kinds = append(kinds, gvk.GroupKind())
+	}
+	var errs []error
+	for i := range claims {
+		nc := &claims[i] // the cache's own: read only
+		if !NeedsRestamp(nc, version, kinds) {
+			continue
+		}
+		stamped := nc.DeepCopy()
+		metav1.SetMetaDataAnnotation(&stamped.ObjectMeta, v1.NodePoolHashAnnotationKey, hash)
+		metav1.SetMetaDataAnnotation(&stamped.ObjectMeta, v1.NodePoolHashVersionAnnotationKey, version)
+		if err := c.kube.Patch(ctx, stamped, client.MergeFrom(nc)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("NodeClaim %s: re-stamping annotation %s: %w", nc.Name, v1.NodePoolHashAnnotationKey, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NeedsRestamp reports a claim of one of kinds whose hash version is not version.
+func NeedsRestamp(nc *v1.NodeClaim, version string, kinds []schema.GroupKind) bool {
+	ref := nc.Spec.NodeClassRef
+	if ref == nil || !slices.Contains(kinds, schema.GroupKind{Group: ref.Group, Kind: ref.Kind}) {
+		return false
+	}
+	return nc.Annotations[v1.NodePoolHashVersionAnnotationKey] != version
 }
 
 func setCondition(np *v1.NodePool, kind string, ok bool, reason, message string) {
@@ -173,15 +306,19 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool,
 	return true, "NodeClassReady", ""
 }
 
-var labelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
-
-// Validate checks what the CRD cannot (CEL over unbounded map values would exceed
-// the API server's cost budget): template label values are valid label values.
+// Validate checks what the NodePool's CRD cannot (CEL over unbounded map keys and
+// values would exceed the API server's cost budget) but the API server checks on
+// every NodeClaim: the template's labels and annotations, and the NodePool's name
+// as the value of the karpenter.sh/nodepool label, by the API server's own rules.
 func Validate(np *v1.NodePool) (bool, string) {
-	for k, v := range np.Spec.Template.Labels {
-		if !labelValue.MatchString(v) {
-			return false, fmt.Sprintf("spec.template.metadata.labels[%s]: %q is not a valid label value", k, v)
-		}
+	tmpl := field.NewPath("spec", "template", "metadata")
+	errs := metav1validation.ValidateLabels(np.Spec.Template.Labels, tmpl.Child("labels"))
+	errs = append(errs, apivalidation.ValidateAnnotations(np.Spec.Template.Annotations, tmpl.Child("annotations"))...)
+	for _, msg := range validation.IsValidLabelValue(np.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), np.Name, "as the value of label "+v1.NodePoolLabelKey+": "+msg))
+	}
+	if len(errs) > 0 {
+		return false, errs.ToAggregate().Error()
 	}
 	return true, ""
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,11 +53,13 @@ func (c *PodTrigger) Register(mgr ctrl.Manager) error {
 }
 
 // NodePoolChangeMatters reports a change that can let pending pods fit: the spec
-// (a new generation) or readiness. Its status counts of nodes and resources change
-// with every claim and do not.
+// (a new generation) or readiness, including readiness confirmed for a new
+// generation. Its status counts of nodes and resources change with every claim and
+// do not.
 func NodePoolChangeMatters(old, updated *v1.NodePool) bool {
-	return old.Generation != updated.Generation ||
-		meta.IsStatusConditionTrue(old.Status.Conditions, v1.ConditionTypeReady) != meta.IsStatusConditionTrue(updated.Status.Conditions, v1.ConditionTypeReady)
+	wasReady, _ := state.NodePoolReady(old)
+	isReady, _ := state.NodePoolReady(updated)
+	return old.Generation != updated.Generation || wasReady != isReady
 }
 
 // Reconcile triggers a batch for a provisionable pod.

@@ -59,6 +59,9 @@ type Provisioner struct {
 	nominated nominations
 	// batchOpened and batchClosed time the last batch window, for the log.
 	batchOpened, batchClosed time.Time
+	// refused says the last batch held claims back at a limit: the pods are still
+	// pending, and nothing else may wake the provisioner for them.
+	refused bool
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
@@ -137,6 +140,9 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		if len(p.nominated) > 0 {
 			recheck = p.clock.After(NominationGrace / 3)
 		}
+		if p.refused {
+			recheck = p.clock.After(time.Second)
+		}
 	}
 }
 
@@ -168,7 +174,9 @@ func (p *Provisioner) waitForBatch(ctx context.Context) bool {
 // Provision plans for the pending pods and creates the NodeClaims, then waits until
 // the cache shows them, so the next plan counts them and no pod is provisioned for
 // twice. Pods that wait for a claim are planned on its node, holding their room.
+// Each claim is checked against its NodePool's limits just before it is created.
 func (p *Provisioner) Provision(ctx context.Context) error {
+	p.refused = false
 	began := p.clock.Now()
 	snap, err := p.cluster.Snapshot(ctx, func(np *v1.NodePool) ([]*scheduling.InstanceType, error) { return p.types(ctx, np) })
 	if err != nil {
@@ -206,7 +214,30 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 			p.nominated.nominate(b.Pod, claim, solved)
 		}
 	}
-	created, err := p.create(ctx, pools, plan.NewNodes)
+	// What counts against the limits now, not at the snapshot: claims created since
+	// count too.
+	var used map[string]corev1.ResourceList
+	if len(plan.NewNodes) > 0 {
+		if used, err = p.cluster.Usage(ctx, snap.Input.NodePools); err != nil {
+			return err
+		}
+	}
+	types := map[string]map[string]*scheduling.InstanceType{}
+	for _, pool := range snap.Input.NodePools {
+		types[pool.NodePool.Name] = state.TypesByName(pool.InstanceTypes)
+	}
+	created, refused, err := p.create(ctx, pools, types, newLimitBudget(pools, used), plan.NewNodes)
+	for i, why := range refused {
+		if why == "" {
+			continue
+		}
+		p.refused = true
+		pool := plan.NewNodes[i].NodePool
+		log.FromContext(ctx).Info("not creating a NodeClaim: it would pass a limit", "nodepool", pool, "reason", why, "pods", len(plan.NewNodes[i].Pods))
+		for _, pod := range plan.NewNodes[i].Pods {
+			p.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "NodePool %s: %s; no NodeClaim created for this pod", pool, why)
+		}
+	}
 	for i, nc := range created {
 		if nc == nil {
 			continue
@@ -229,10 +260,9 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 			"snapshotSeconds", start.Sub(began).Seconds(), "solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds(),
 			"batchSeconds", p.batchClosed.Sub(p.batchOpened).Seconds(), "secondsAfterBatch", p.clock.Since(p.batchClosed).Seconds())
 	}
-	if err != nil {
-		return err
-	}
-	return p.waitForCache(ctx, created)
+	// Wait for the claims created even when others failed: the next plan must
+	// count them.
+	return errors.Join(err, p.waitForCache(ctx, created))
 }
 
 // planPods plans for the pods still to place (pinned: the waiting pods hold their
@@ -274,20 +304,30 @@ func cloneNodes(nodes []*scheduling.Node) []*scheduling.Node {
 // 3.2 s; the first launches and bindings load it more with every wave.
 const createParallelism = 256
 
-// create makes the NodeClaims of the new nodes side by side. created[i] is nil
-// where nodes[i] failed.
-func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool, nodes []*scheduling.NewNode) ([]*v1.NodeClaim, error) {
-	created := make([]*v1.NodeClaim, len(nodes))
+// create makes the NodeClaims of the new nodes side by side, each taken from the
+// limit budget first. created[i] is nil where nodes[i] failed or was refused;
+// refused[i] says which limit it would have passed. types are each pool's instance
+// types by name, for the claims' reservations.
+func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool, types map[string]map[string]*scheduling.InstanceType,
+	budget *limitBudget, nodes []*scheduling.NewNode) (created []*v1.NodeClaim, refused []string, err error) {
+	created = make([]*v1.NodeClaim, len(nodes))
+	refused = make([]string, len(nodes))
 	errs := make([]error, len(nodes))
 	workqueue.ParallelizeUntil(ctx, createParallelism, len(nodes), func(i int) {
-		nc := NodeClaim(pools[nodes[i].NodePool], nodes[i])
+		pool := nodes[i].NodePool
+		nc := NodeClaim(pools[pool], nodes[i])
+		need := state.ClaimUsage(nc, types[pool])
+		if refused[i] = budget.take(pool, need); refused[i] != "" {
+			return
+		}
 		if err := p.kube.Create(ctx, nc); err != nil {
-			errs[i] = fmt.Errorf("creating a NodeClaim for NodePool %s: %w", nodes[i].NodePool, err)
+			budget.give(pool, need)
+			errs[i] = fmt.Errorf("creating a NodeClaim for NodePool %s: %w", pool, err)
 			return
 		}
 		created[i] = nc
 	})
-	return created, errors.Join(errs...)
+	return created, refused, errors.Join(errs...)
 }
 
 func (p *Provisioner) waitForCache(ctx context.Context, created []*v1.NodeClaim) error {

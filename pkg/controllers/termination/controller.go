@@ -1,9 +1,15 @@
 // Package termination takes nodes down cleanly. Deleting a NodeClaim, or its Node,
 // taints the node karpenter.sh/disrupted:NoSchedule, evicts its pods through the
-// Eviction API (PodDisruptionBudgets decide; pods annotated karpenter.sh/do-not-disrupt
-// wait; DaemonSet and system-critical pods go last; mirror pods stay), caps the wait
-// at the claim's terminationGracePeriod, terminates the instance, and only then lets
-// the Node and the NodeClaim go (the karpenter.sh/termination finalizer).
+// Eviction API in tiers (PodDisruptionBudgets decide; pods annotated
+// karpenter.sh/do-not-disrupt wait; system-critical and DaemonSet pods go last; mirror
+// pods, pods that tolerate the taint and pods stuck terminating stay), waits for the
+// node's volumes to detach, caps those waits at the claim's terminationGracePeriod,
+// terminates the instance, and only once the cloud reports it gone lets the Node and
+// the NodeClaim go (the karpenter.sh/termination finalizer). A Node that carries the
+// finalizer but has no NodeClaim is drained and released the same way.
+//
+// Only claims whose NodeClass the running provider launches from are touched:
+// another controller's claims keep their finalizer, Node and instance.
 package termination
 
 import (
@@ -14,15 +20,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -30,35 +40,67 @@ import (
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
-// NodeNameIndex indexes pods by the node they are bound to.
+// NodeNameIndex indexes pods, and VolumeAttachments, by the node they are on. It
+// is also the pods' field selector on the API server, so a live List uses it too.
 const NodeNameIndex = "spec.nodeName"
+
+// Requeue intervals: between drain passes, and while the cloud terminates an
+// instance.
+const (
+	drainRetry     = 2 * time.Second
+	terminateRetry = 2 * time.Second
+)
 
 // Controller is the termination controller.
 type Controller struct {
-	kube     client.Client
+	kube client.Client
+	// live reads past the cache: the last look at a node's pods before calling it
+	// drained, and the rare reads not worth an informer.
+	live     client.Reader
 	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
 	clock    clock.Clock
 	backoff  *evictionBackoff
+	tainted  *taintedNodes
 }
 
-// NewController returns the controller.
-func NewController(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.Clock) *Controller {
-	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, backoff: newEvictionBackoff()}
+// NewController returns the controller. kube is the manager's (cached) client,
+// live an uncached reader (the manager's API reader).
+func NewController(kube client.Client, live client.Reader, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.Clock) *Controller {
+	return &Controller{kube: kube, live: live, cloud: cloud, recorder: recorder, clock: clk,
+		backoff: newEvictionBackoff(), tainted: newTaintedNodes()}
 }
 
-// Register adds the controller, and the pod index it reads by, to mgr. The
-// lifecycle controller registers the provider ID indexes.
+// Register adds the controller, and the indexes it reads by, to mgr. The lifecycle
+// controller registers the provider ID indexes.
 func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, NodeNameIndex, func(o client.Object) []string {
+	if err := IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("termination").
+		For(&v1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.ClaimsOfNode(c.kube))).
+		Complete(c); err != nil {
+		return err
+	}
+	deleting := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetDeletionTimestamp() != nil && controllerutil.ContainsFinalizer(o, v1.TerminationFinalizer)
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("termination.node").
+		For(&corev1.Node{}, builder.WithPredicates(deleting)).
+		Complete(reconcile.Func(c.ReconcileNode))
+}
+
+// IndexFields registers the cache indexes the controller lists by.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, NodeNameIndex, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("termination").
-		For(&v1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.ClaimsOfNode(c.kube))).
-		Complete(c)
+	return indexer.IndexField(ctx, &storagev1.VolumeAttachment{}, NodeNameIndex, func(o client.Object) []string {
+		return []string{o.(*storagev1.VolumeAttachment).Spec.NodeName}
+	})
 }
 
 // Reconcile drives one claim's termination.
@@ -66,6 +108,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	nc := &v1.NodeClaim{}
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cloudprovider.Manages(c.cloud, nc) {
+		return reconcile.Result{}, nil // another controller's claim (Karpenter's, in a cut-over)
 	}
 	node, err := nodeclaim.NodeOf(ctx, c.kube, nc)
 	if err != nil {
@@ -88,23 +133,26 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
-		drained, err := c.drain(ctx, nc, node)
+		wait, err := c.drainNode(ctx, node, deadline(node, nc.Spec.TerminationGracePeriod))
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if !drained {
-			return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+		if wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if nc.Status.ProviderID != "" {
-		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
-			return reconcile.Result{}, fmt.Errorf("terminating the instance of nodeclaim %s: %w", nc.Name, err)
-		}
+	gone, err := c.terminate(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !gone {
+		return reconcile.Result{RequeueAfter: terminateRetry}, nil
 	}
 	if node != nil {
 		if err := c.removeFinalizer(ctx, node); err != nil {
 			return reconcile.Result{}, err
 		}
+		c.tainted.forget(node.UID)
 	}
 	if err := c.removeFinalizer(ctx, nc); err != nil {
 		return reconcile.Result{}, err
@@ -114,35 +162,185 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-func (c *Controller) removeFinalizer(ctx context.Context, o client.Object) error {
-	if !controllerutil.ContainsFinalizer(o, v1.TerminationFinalizer) {
-		return nil
+// ReconcileNode releases a Node being deleted that carries the termination
+// finalizer but has no NodeClaim (its claim was removed by hand, or never
+// recorded the launch): drained like any other, its instance terminated if the
+// provider manages it, then the finalizer removed. A Node with a claim is left to
+// the claim's termination.
+func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if true {
+		return reconcile.Result{}, nil
 	}
-	patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
-	controllerutil.RemoveFinalizer(o, v1.TerminationFinalizer)
-	return client.IgnoreNotFound(c.kube.Patch(ctx, o, patch))
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	if claimed, err := c.claimed(ctx, node); err != nil || claimed {
+		return reconcile.Result{}, err
+	}
+	pool, err := c.poolOf(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var tgp *metav1.Duration
+	if pool != nil {
+		if !cloudprovider.Manages(c.cloud, &v1.NodeClaim{Spec: v1.NodeClaimSpec{NodeClassRef: pool.Spec.Template.Spec.NodeClassRef}}) {
+			return reconcile.Result{}, nil // another controller's node
+		}
+		tgp = pool.Spec.Template.Spec.TerminationGracePeriod
+	}
+	wait, err := c.drainNode(ctx, node, deadline(node, tgp))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if node.Spec.ProviderID != "" {
+		gone, err := c.terminateUnclaimed(ctx, node)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !gone {
+			return reconcile.Result{RequeueAfter: terminateRetry}, nil
+		}
+	}
+	if err := c.removeFinalizer(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	c.tainted.forget(node.UID)
+	log.FromContext(ctx).Info("released a node without a nodeclaim", "node", node.Name, "providerID", node.Spec.ProviderID)
+	return reconcile.Result{}, nil
 }
 
-// drain taints the node and evicts what runs there; it reports true once nothing
-// but mirror pods and finished pods is left.
-func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (bool, error) {
-	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.DisruptedNoScheduleTaint.Key }) {
+// claimed reports whether some NodeClaim has the node's provider ID. The cache is
+// asked first; a node it finds no claim for is confirmed with a live read, since
+// a claim's launch may not have reached the cache yet.
+func (c *Controller) claimed(ctx context.Context, node *corev1.Node) (bool, error) {
+	if node.Spec.ProviderID == "" {
+		return false, nil
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingFields{nodeclaim.ProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		return false, err
+	}
+	if len(claims.Items) > 0 {
+		return true, nil
+	}
+	if err := c.live.List(ctx, claims); err != nil {
+		return false, fmt.Errorf("looking for the nodeclaim of node %s: %w", node.Name, err)
+	}
+	return slices.ContainsFunc(claims.Items, func(nc v1.NodeClaim) bool { return nc.Status.ProviderID == node.Spec.ProviderID }), nil
+}
+
+// poolOf returns the NodePool the node's karpenter.sh/nodepool label names, or nil.
+func (c *Controller) poolOf(ctx context.Context, node *corev1.Node) (*v1.NodePool, error) {
+	name := node.Labels[v1.NodePoolLabelKey]
+	if name == "" {
+		return nil, nil
+	}
+	pool := &v1.NodePool{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading nodepool %s of node %s: %w", name, node.Name, err)
+	}
+	return pool, nil
+}
+
+// deadline is when the drain of a node being deleted stops waiting: its deletion
+// plus the terminationGracePeriod, if there is one.
+func deadline(node *corev1.Node, tgp *metav1.Duration) *time.Time {
+	if tgp == nil || node.DeletionTimestamp == nil {
+		return nil
+	}
+	t := node.DeletionTimestamp.Add(tgp.Duration)
+	return &t
+}
+
+// drainNode takes one step of a node's drain and returns how long to wait before
+// the next, or 0 once the node is drained and its volumes detached (or the cloud
+// reports its instance gone).
+func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *time.Time) (time.Duration, error) {
+	if gone, err := c.deadNode(ctx, node); err != nil || gone {
+		return 0, err
+	}
+	now := c.clock.Now()
+	if !slices.ContainsFunc(node.Spec.Taints, isDisruptedTaint) {
 		patch := client.MergeFrom(node.DeepCopy())
 		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
 		if err := c.kube.Patch(ctx, node, patch); err != nil {
-			return false, client.IgnoreNotFound(err)
+			return drainRetry, client.IgnoreNotFound(err)
 		}
 	}
+	tainted := c.tainted.seen(node.UID, now)
+	expired := until != nil && !now.Before(*until)
 	pods := &corev1.PodList{}
 	if err := c.kube.List(ctx, pods, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
-		return false, err
+		return 0, err
 	}
-	expired := false
-	if tgp := nc.Spec.TerminationGracePeriod; tgp != nil && node.DeletionTimestamp != nil {
-		expired = !c.clock.Now().Before(node.DeletionTimestamp.Add(tgp.Duration))
+	if plan := PlanDrain(pods.Items, now, expired); !plan.Done {
+		return drainRetry, c.apply(ctx, node, plan, now)
 	}
-	plan := PlanDrain(pods.Items, expired)
-	now := c.clock.Now()
+	if left := settleLeft(tainted, now); left > 0 {
+		return left, nil
+	}
+	// The cache may not show a pod bound an instant ago: look at the API itself.
+	if err := c.live.List(ctx, pods, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
+		return 0, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
+	}
+	if plan := PlanDrain(pods.Items, now, expired); !plan.Done {
+		return drainRetry, c.apply(ctx, node, plan, now)
+	}
+	if expired {
+		return 0, nil
+	}
+	blocking, err := c.blockingAttachments(ctx, node, pods.Items, now)
+	if err != nil {
+		return 0, err
+	}
+	if len(blocking) > 0 {
+		c.recorder.Eventf(node, corev1.EventTypeNormal, "AwaitingVolumeDetachment", "Waiting on %d VolumeAttachments (first %s)", len(blocking), blocking[0].Name)
+		return drainRetry, nil
+	}
+	return 0, nil
+}
+
+func isDisruptedTaint(t corev1.Taint) bool {
+	return t.Key == v1.DisruptedNoScheduleTaint.Key && t.Effect == v1.DisruptedNoScheduleTaint.Effect
+}
+
+// deadNode reports a node whose kubelet is not ready and whose instance the cloud
+// reports gone: nothing runs there to drain, and waiting would never end.
+func (c *Controller) deadNode(ctx context.Context, node *corev1.Node) (bool, error) {
+	if node.Spec.ProviderID == "" || ready(node) {
+		return false, nil
+	}
+	if _, err := c.cloud.Get(ctx, node.Spec.ProviderID); err != nil {
+		if cloudprovider.IsNodeClaimNotFound(err) {
+			log.FromContext(ctx).Info("not draining a node whose instance is gone", "node", node.Name, "providerID", node.Spec.ProviderID)
+			return true, nil
+		}
+		return false, fmt.Errorf("looking up the instance %s of node %s: %w", node.Spec.ProviderID, node.Name, err)
+	}
+	return false, nil
+}
+
+func ready(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// apply carries out one drain pass.
+func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Drain, now time.Time) error {
 	for _, p := range plan.Evict {
 		if c.backoff.due(p.UID, now) {
 			c.evict(ctx, p, now)
@@ -151,7 +349,7 @@ func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	for _, p := range plan.Delete {
 		// terminationGracePeriod is up: the pod goes now, PDB or not.
 		if err := c.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-			return false, err
+			return fmt.Errorf("deleting pod %s/%s from node %s: %w", p.Namespace, p.Name, node.Name, err)
 		}
 		c.recorder.Eventf(p, corev1.EventTypeWarning, "Deleted", "Node %s reached its terminationGracePeriod", node.Name)
 	}
@@ -159,7 +357,123 @@ func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 		p := plan.Waiting[0]
 		c.recorder.Eventf(node, corev1.EventTypeNormal, "DrainBlocked", "Waiting on pod %s/%s (%s)", p.Namespace, p.Name, plan.Why)
 	}
-	return plan.Done, nil
+	return nil
+}
+
+// blockingAttachments lists the node's VolumeAttachments that its termination waits
+// for (see BlockingAttachments); pods are the node's pods.
+func (c *Controller) blockingAttachments(ctx context.Context, node *corev1.Node, pods []corev1.Pod, now time.Time) ([]*storagev1.VolumeAttachment, error) {
+	attachments := &storagev1.VolumeAttachmentList{}
+	if err := c.kube.List(ctx, attachments, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
+		return nil, fmt.Errorf("listing the VolumeAttachments of node %s: %w", node.Name, err)
+	}
+	if len(attachments.Items) == 0 {
+		return nil, nil
+	}
+	kept := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if !StaysOnNode(p, now) {
+			continue
+		}
+		for _, claim := range claimNames(p) {
+			pvc := &corev1.PersistentVolumeClaim{}
+			if err := c.live.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: claim}, pvc); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, fmt.Errorf("reading PersistentVolumeClaim %s/%s of pod %s: %w", p.Namespace, claim, p.Name, err)
+			}
+			if pvc.Spec.VolumeName != "" {
+				kept[pvc.Spec.VolumeName] = true
+			}
+		}
+	}
+	return BlockingAttachments(attachments.Items, kept), nil
+}
+
+// claimNames are the PersistentVolumeClaims a pod's volumes use, generic ephemeral
+// volumes included (their claim is named <pod>-<volume>).
+func claimNames(p *corev1.Pod) []string {
+	var out []string
+	for _, v := range p.Spec.Volumes {
+		switch {
+		case v.PersistentVolumeClaim != nil:
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		case v.Ephemeral != nil:
+			out = append(out, p.Name+"-"+v.Name)
+		}
+	}
+	return out
+}
+
+// terminate has the cloud terminate the claim's instance and reports whether it is
+// gone. Termination is asked for once (the claim then carries InstanceTerminating);
+// later passes only look, until the cloud reports the instance not found.
+func (c *Controller) terminate(ctx context.Context, nc *v1.NodeClaim) (bool, error) {
+	if nc.Status.ProviderID == "" {
+		return true, nil // never launched; a launch that lands later is abandoned by the lifecycle controller
+	}
+	if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInstanceTerminating) {
+		if err := c.cloud.Delete(ctx, nc); err != nil {
+			if cloudprovider.IsNodeClaimNotFound(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("terminating the instance %s of nodeclaim %s: %w", nc.Status.ProviderID, nc.Name, err)
+		}
+		base := nc.DeepCopy()
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeInstanceTerminating,
+			Status: metav1.ConditionTrue, Reason: "InstanceTerminating", Message: "the cloud is terminating the instance",
+			ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now())})
+		if err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+	}
+	return c.instanceGone(ctx, nc.Status.ProviderID, nc.Name)
+}
+
+// terminateUnclaimed terminates the instance of a node without a claim, if the
+// provider has it and manages it, and reports whether it is gone (or not ours).
+func (c *Controller) terminateUnclaimed(ctx context.Context, node *corev1.Node) (bool, error) {
+	inst, err := c.cloud.Get(ctx, node.Spec.ProviderID)
+	if err != nil {
+		if cloudprovider.IsNodeClaimNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("looking up the instance %s of node %s: %w", node.Spec.ProviderID, node.Name, err)
+	}
+	// A provider finds only instances it launched; one that says which NodeClass
+	// it came from must name a kind the provider manages.
+	if inst.Spec.NodeClassRef != nil && !cloudprovider.Manages(c.cloud, inst) {
+		return true, nil
+	}
+	if err := c.cloud.Delete(ctx, inst); err != nil {
+		if cloudprovider.IsNodeClaimNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("terminating the instance %s of node %s: %w", node.Spec.ProviderID, node.Name, err)
+	}
+	return c.instanceGone(ctx, node.Spec.ProviderID, node.Name)
+}
+
+// instanceGone asks the cloud whether the instance is gone; owner names whose it is.
+func (c *Controller) instanceGone(ctx context.Context, providerID, owner string) (bool, error) {
+	if _, err := c.cloud.Get(ctx, providerID); err != nil {
+		if cloudprovider.IsNodeClaimNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("looking up the instance %s of %s: %w", providerID, owner, err)
+	}
+	return false, nil
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, o client.Object) error {
+	if !controllerutil.ContainsFinalizer(o, v1.TerminationFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
+	controllerutil.RemoveFinalizer(o, v1.TerminationFinalizer)
+	return client.IgnoreNotFound(c.kube.Patch(ctx, o, patch))
 }
 
 func (c *Controller) evict(ctx context.Context, p *corev1.Pod, now time.Time) {

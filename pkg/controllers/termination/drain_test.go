@@ -1,60 +1,180 @@
 package termination
 
 import (
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 )
 
-func pod(name string, mutate func(*corev1.Pod)) corev1.Pod {
+var now = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func pod(name string, mutate ...func(*corev1.Pod)) corev1.Pod {
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
-	if mutate != nil {
-		mutate(&p)
+	for _, m := range mutate {
+		m(&p)
 	}
 	return p
 }
 
+func daemonSet(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: p.Name}}
+}
+func critical(p *corev1.Pod) { p.Spec.PriorityClassName = "system-node-critical" }
+func toleratesAll(p *corev1.Pod) {
+	p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+}
+func doNotDisrupt(p *corev1.Pod) { p.Annotations[v1.DoNotDisruptAnnotationKey] = "true" }
+func mirror(p *corev1.Pod)       { p.Annotations[corev1.MirrorPodAnnotationKey] = "x" }
+func succeeded(p *corev1.Pod)    { p.Status.Phase = corev1.PodSucceeded }
+
+// deleted marks the pod deleted with a grace period that ends at end.
+func deleted(end time.Time, grace int64) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.DeletionTimestamp = &metav1.Time{Time: end}
+		p.DeletionGracePeriodSeconds = &grace
+	}
+}
+
 func names(ps []*corev1.Pod) []string {
-	var out []string
+	out := []string{}
 	for _, p := range ps {
 		out = append(out, p.Name)
 	}
+	slices.Sort(out)
 	return out
 }
 
 func TestPlanDrain(t *testing.T) {
-	daemon := pod("agent", func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent"}} })
-	critical := pod("dns", func(p *corev1.Pod) { p.Spec.PriorityClassName = "system-cluster-critical" })
-	mirror := pod("static", func(p *corev1.Pod) { p.Annotations[corev1.MirrorPodAnnotationKey] = "x" })
-	done := pod("job", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })
-	web := pod("web", nil)
-	held := pod("batch", func(p *corev1.Pod) { p.Annotations[v1.DoNotDisruptAnnotationKey] = "true" })
+	web := pod("web")
+	dns := pod("dns", critical)
+	agent := pod("agent", daemonSet)
+	cni := pod("cni", daemonSet, critical)
+	// kube-proxy style: a DaemonSet pod that tolerates every taint, the disrupted
+	// one included. Its DaemonSet would put an evicted copy straight back.
+	proxy := pod("kube-proxy", daemonSet, critical, toleratesAll)
+	logs := pod("log-agent", daemonSet, toleratesAll)
+	tolerant := pod("tolerant", func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: v1.DisruptedNoScheduleTaint.Key, Operator: corev1.TolerationOpExists}}
+	})
+	other := pod("other-toleration", func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	})
+	static := pod("static", mirror)
+	job := pod("job", succeeded)
+	held := pod("batch", doNotDisrupt)
+	leaving := pod("leaving", deleted(now.Add(10*time.Second), 30))
+	stuck := pod("stuck", deleted(now.Add(-31*time.Second), 30))
+	heldAgent := pod("held-agent", daemonSet, doNotDisrupt)
 
-	d := PlanDrain([]corev1.Pod{daemon, critical, mirror, done, web}, false)
-	if got := names(d.Evict); len(got) != 1 || got[0] != "web" || d.Done {
-		t.Errorf("first pass evicts %v (done %v), want only web", got, d.Done)
+	tests := []struct {
+		name                string
+		pods                []corev1.Pod
+		expired             bool
+		evict, del, waiting []string
+		why                 string
+		done                bool
+	}{
+		{name: "ordinary pods first", pods: []corev1.Pod{web, other, dns, agent, cni, proxy, static, job},
+			evict: []string{"other-toleration", "web"}},
+		{name: "then critical non-DaemonSet pods", pods: []corev1.Pod{dns, agent, cni, proxy, static, job},
+			evict: []string{"dns"}},
+		{name: "then DaemonSet pods", pods: []corev1.Pod{agent, cni, proxy, logs},
+			evict: []string{"agent"}},
+		{name: "critical DaemonSet pods last", pods: []corev1.Pod{cni, proxy, logs},
+			evict: []string{"cni"}},
+		{name: "pods that tolerate the disrupted taint are neither evicted nor waited for",
+			pods: []corev1.Pod{proxy, logs, tolerant, static, job}, done: true},
+		{name: "a terminating pod holds its tier and the later ones", pods: []corev1.Pod{leaving, dns, agent},
+			waiting: []string{"leaving"}, why: "terminating"},
+		{name: "a pod stuck terminating past its grace period is not waited for", pods: []corev1.Pod{stuck, proxy}, done: true},
+		{name: "a pod stuck terminating does not hold the next tier", pods: []corev1.Pod{stuck, agent}, evict: []string{"agent"}},
+		{name: "do-not-disrupt is waited on and holds the later tiers", pods: []corev1.Pod{held, web, dns, agent},
+			evict: []string{"web"}, waiting: []string{"batch"}, why: v1.DoNotDisruptAnnotationKey},
+		{name: "do-not-disrupt in the DaemonSet tier", pods: []corev1.Pod{heldAgent, agent, cni},
+			evict: []string{"agent"}, waiting: []string{"held-agent"}, why: v1.DoNotDisruptAnnotationKey},
+		{name: "grace period up: every tier deleted at once, tolerating pods still left alone",
+			pods: []corev1.Pod{held, web, agent, cni, proxy, static, leaving}, expired: true,
+			del: []string{"agent", "batch", "cni", "web"}, waiting: []string{"leaving"}, why: "terminating"},
+		{name: "nothing left", pods: []corev1.Pod{static, job}, done: true},
+		{name: "no pods", done: true},
 	}
-	d = PlanDrain([]corev1.Pod{daemon, critical, mirror, done}, false)
-	if got := names(d.Evict); len(got) != 2 || d.Done {
-		t.Errorf("second pass evicts %v, want the DaemonSet and critical pods", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := PlanDrain(tt.pods, now, tt.expired)
+			want := map[string]any{"evict": orEmpty(tt.evict), "delete": orEmpty(tt.del), "waiting": orEmpty(tt.waiting), "why": tt.why, "done": tt.done}
+			got := map[string]any{"evict": names(d.Evict), "delete": names(d.Delete), "waiting": names(d.Waiting), "why": d.Why, "done": d.Done}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
 	}
-	d = PlanDrain([]corev1.Pod{mirror, done}, false)
-	if !d.Done || len(d.Evict) != 0 {
-		t.Errorf("only mirror and finished pods left: %+v, want done", d)
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
 	}
-	d = PlanDrain([]corev1.Pod{held, daemon}, false)
-	if len(d.Evict) != 0 || len(d.Waiting) != 1 || d.Done || d.Why != v1.DoNotDisruptAnnotationKey {
-		t.Errorf("do-not-disrupt: %+v, want it waited on and the DaemonSet kept until then", d)
+	return s
+}
+
+func TestStuckTerminating(t *testing.T) {
+	end := now.Add(-30 * time.Second) // the grace period ended 30s ago
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want bool
+	}{
+		{"not deleted", pod("a"), false},
+		{"within its grace period", pod("a", deleted(now.Add(time.Second), 30)), false},
+		{"past its grace period, not yet as long again", pod("a", deleted(end, 31)), false},
+		{"as long again exactly", pod("a", deleted(end, 30)), false},
+		{"past as long again", pod("a", deleted(end.Add(-time.Nanosecond), 30)), true},
+		{"force-deleted pod past its deletion", pod("a", deleted(now.Add(-time.Second), 0)), true},
+		{"no grace period recorded", pod("a", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now.Add(-time.Second)} }), true},
 	}
-	d = PlanDrain([]corev1.Pod{held, web}, true)
-	if len(d.Delete) != 2 || d.Done {
-		t.Errorf("grace period up: %+v, want every pod deleted", d)
+	for _, tt := range tests {
+		if got := StuckTerminating(&tt.pod, now); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
 	}
-	terminating := pod("leaving", func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now })
-	if d := PlanDrain([]corev1.Pod{terminating}, false); d.Done || len(d.Waiting) != 1 {
-		t.Errorf("a terminating pod: %+v, want the drain to wait for it", d)
+}
+
+func TestSettleLeft(t *testing.T) {
+	tests := []struct {
+		tainted time.Time
+		want    time.Duration
+	}{
+		{now, TaintSettle},
+		{now.Add(-time.Second), TaintSettle - time.Second},
+		{now.Add(-TaintSettle), 0},
+		{now.Add(-time.Hour), 0},
+	}
+	for _, tt := range tests {
+		if got := settleLeft(tt.tainted, now); got != tt.want {
+			t.Errorf("tainted %s before: %s left, want %s", now.Sub(tt.tainted), got, tt.want)
+		}
+	}
+}
+
+func TestBlockingAttachments(t *testing.T) {
+	va := func(name string, pv *string) storagev1.VolumeAttachment {
+		return storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: storagev1.VolumeAttachmentSpec{NodeName: "n", Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: pv}}}
+	}
+	vas := []storagev1.VolumeAttachment{va("data", ptr.To("pv-data")), va("agent", ptr.To("pv-agent")), va("inline", nil)}
+	got := BlockingAttachments(vas, map[string]bool{"pv-agent": true})
+	if len(got) != 1 || got[0].Name != "data" {
+		t.Errorf("blocking %v, want only data: agent's volume stays with its pod, inline volumes are not waited for", got)
+	}
+	if got := BlockingAttachments(nil, nil); len(got) != 0 {
+		t.Errorf("no attachments: %v", got)
 	}
 }

@@ -85,6 +85,11 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 			}
 		},
 		DeleteFunc: func(o any) {
+			// A delete missed during a relist comes as a tombstone: the launch it
+			// forgets would otherwise be kept for good.
+			if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = tomb.Obj
+			}
 			if nc, ok := o.(*v1.NodeClaim); ok {
 				c.writes.Forget(nc.Name)
 				c.launches.forgetClaim(nc.Name)
@@ -162,6 +167,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if !cloudprovider.Manages(c.cloud, nc) {
+		return reconcile.Result{}, nil // another controller's claim (Karpenter's, in a cut-over)
+	}
 	if nc.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil // termination's job
 	}
@@ -187,15 +195,32 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.register(ctx, nc, node); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, c.initialize(ctx, nc, node)
+	if err := c.initialize(ctx, nc, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	return c.awaitInitialization(ctx, nc)
 }
 
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
-	if age := c.clock.Since(nc.CreationTimestamp.Time); age > LaunchTimeout {
-		c.recorder.Eventf(nc, corev1.EventTypeWarning, "LaunchTimedOut", "Not launched after %s; deleting the NodeClaim", age.Round(time.Second))
-		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+	// A launch whose writes failed is written again, not launched again: its
+	// instance exists, and the cloud's idempotency may not see it yet. The launch
+	// is not timed out either: it happened.
+	launched := c.launches.result(nc.UID)
+	if launched == nil {
+		if age := c.clock.Since(nc.CreationTimestamp.Time); age > LaunchTimeout {
+			c.recorder.Eventf(nc, corev1.EventTypeWarning, "LaunchTimedOut", "Not launched after %s; deleting the NodeClaim", age.Round(time.Second))
+			return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+		}
+		var err error
+		if launched, err = c.cloud.Create(ctx, nc); err != nil {
+			return c.launchFailed(ctx, nc, err)
+		}
 	}
-	launched, err := c.cloud.Create(ctx, nc)
+	return c.recordLaunch(ctx, nc, launched)
+}
+
+// launchFailed handles an error of cloud.Create.
+func (c *Controller) launchFailed(ctx context.Context, nc *v1.NodeClaim, err error) (reconcile.Result, error) {
 	switch {
 	case cloudprovider.IsInsufficientCapacity(err):
 		var ice *cloudprovider.InsufficientCapacityError
@@ -211,15 +236,18 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 			return reconcile.Result{}, client.IgnoreNotFound(uerr)
 		}
 		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
-	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	}
-	// Labels first, then status: a claim whose status has a provider ID is launched.
+	return reconcile.Result{}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
+}
+
+// recordLaunch writes the launch onto the claim: labels first, then status (a
+// claim whose status has a provider ID is launched).
+func (c *Controller) recordLaunch(ctx context.Context, nc *v1.NodeClaim, launched *v1.NodeClaim) (reconcile.Result, error) {
 	labels := client.MergeFrom(nc.DeepCopy())
 	for k, v := range launched.Labels {
 		metav1.SetMetaDataLabel(&nc.ObjectMeta, k, v)
 	}
-	if !c.launches.add(launched.Status.ProviderID, nc) {
+	if !c.launches.add(launched.Status.ProviderID, nc, launched) {
 		return reconcile.Result{}, c.abandon(ctx, nc, launched)
 	}
 	if err := c.patch(ctx, nc, labels); err != nil {
@@ -245,9 +273,11 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, c.abandon(ctx, nc, launched)
 		}
-		// The instance exists; garbage collection reclaims it if this claim is lost.
+		// The instance exists; the retry writes this launch again (see
+		// launches.result), and garbage collection reclaims it if the claim is lost.
 		return reconcile.Result{}, fmt.Errorf("recording the launch of nodeclaim %s: %w", nc.Name, err)
 	}
+	c.launches.recorded(nc.UID)
 	log.FromContext(ctx).Info("launched", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID,
 		"instanceType", nc.Labels[v1.LabelInstanceType], "zone", nc.Labels[v1.LabelZone], "capacityType", nc.Labels[v1.CapacityTypeLabelKey])
 	if registered {
@@ -263,6 +293,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 // Node must not take pods.
 func (c *Controller) abandon(ctx context.Context, nc *v1.NodeClaim, launched *v1.NodeClaim) error {
 	c.launches.forget(launched.Status.ProviderID)
+	c.launches.recorded(nc.UID)
 	if err := c.cloud.Delete(ctx, launched); err != nil && !cloudprovider.IsNodeClaimNotFound(err) {
 		// Garbage collection reclaims it after its grace period.
 		return fmt.Errorf("terminating the instance of nodeclaim %s, deleted while it launched: %w", nc.Name, err)
@@ -279,8 +310,8 @@ func (c *Controller) awaitRegistration(ctx context.Context, nc *v1.NodeClaim) (r
 		since = launched.LastTransitionTime.Time
 	}
 	if waited := c.clock.Since(since); waited > RegistrationTimeout {
-		c.recorder.Eventf(nc, corev1.EventTypeWarning, "RegistrationTimedOut", "No node registered after %s; deleting the NodeClaim", waited.Round(time.Second))
-		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
+		return reconcile.Result{}, c.giveUp(ctx, nc, v1.ConditionTypeRegistered, ReasonRegistrationTimedOut,
+			fmt.Sprintf("No node registered after %s; deleting the NodeClaim", waited.Round(time.Second)))
 	}
 	return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 }
@@ -375,10 +406,14 @@ func (c *Controller) registerNode(ctx context.Context, nc *v1.NodeClaim, node *c
 	return nil
 }
 
-// launches maps provider IDs to the claims launched for them, until registered.
+// launches maps provider IDs to the claims launched for them, until registered;
+// and claims to what the cloud launched for them, until that is written.
 type launches struct {
 	mu   sync.Mutex
 	byID map[string]*v1.NodeClaim
+	// byClaim holds each launch, as cloud.Create returned it, by claim UID until
+	// the claim's status records it: a retry after a failed write re-uses it.
+	byClaim map[types.UID]launch
 	// deleted holds when each recently deleted claim went, so a launch that was
 	// in flight when its claim went is not registered.
 	deleted map[string]time.Time
@@ -386,18 +421,45 @@ type launches struct {
 }
 
 func newLaunches(clk clock.Clock) *launches {
-	return &launches{byID: map[string]*v1.NodeClaim{}, deleted: map[string]time.Time{}, clock: clk}
+	return &launches{byID: map[string]*v1.NodeClaim{}, byClaim: map[types.UID]launch{}, deleted: map[string]time.Time{}, clock: clk}
 }
 
-// add remembers a launch, unless its claim is gone.
-func (l *launches) add(id string, nc *v1.NodeClaim) bool {
+// add remembers a launch, the claim for registration and what was launched for
+// the claim's retries, unless the claim is gone.
+func (l *launches) add(id string, nc, launched *v1.NodeClaim) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, gone := l.deleted[nc.Name]; gone {
 		return false
 	}
 	l.byID[id] = nc.DeepCopy()
+	if nc.UID != "" { // only a claim read from the API server has one
+		l.byClaim[nc.UID] = launch{claim: nc.Name, launched: launched.DeepCopy()}
+	}
 	return true
+}
+
+// launch is what the cloud launched for a claim.
+type launch struct {
+	claim    string
+	launched *v1.NodeClaim
+}
+
+// result is what was launched for the claim and not yet recorded, or nil.
+func (l *launches) result(uid types.UID) *v1.NodeClaim {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if p, ok := l.byClaim[uid]; ok && uid != "" {
+		return p.launched.DeepCopy()
+	}
+	return nil
+}
+
+// recorded forgets the claim's launch result: its status has it, or it is gone.
+func (l *launches) recorded(uid types.UID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.byClaim, uid)
 }
 
 func (l *launches) get(id string) *v1.NodeClaim {
@@ -423,6 +485,11 @@ func (l *launches) forgetClaim(name string) {
 	for id, nc := range l.byID {
 		if nc.Name == name {
 			delete(l.byID, id)
+		}
+	}
+	for uid, p := range l.byClaim {
+		if p.claim == name {
+			delete(l.byClaim, uid)
 		}
 	}
 	now := l.clock.Now()

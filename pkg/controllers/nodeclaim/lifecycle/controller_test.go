@@ -9,12 +9,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -130,7 +133,7 @@ func TestRegisterNodeFromTheLaunch(t *testing.T) {
 	c := NewController(kube, nil, nil, nil, clocktesting.NewFakeClock(time.Now()))
 	launched := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-a", Labels: map[string]string{"team": "payments", v1.LabelInstanceType: "m5.large"}},
 		Spec: v1.NodeClaimSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}}}
-	c.launches.add("sim:///a", launched)
+	c.launches.add("sim:///a", launched, nil)
 
 	ctx := t.Context()
 	for _, name := range []string{"a", "b"} {
@@ -146,7 +149,7 @@ func TestRegisterNodeFromTheLaunch(t *testing.T) {
 		!slices.Contains(a.Finalizers, v1.TerminationFinalizer) || !slices.ContainsFunc(a.Spec.Taints, func(t corev1.Taint) bool { return t.Key == "dedicated" }) {
 		t.Errorf("node a after registration: labels %v, finalizers %v, taints %v", a.Labels, a.Finalizers, a.Spec.Taints)
 	}
-	c.launches.add("sim:///gone", &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-gone"}})
+	c.launches.add("sim:///gone", &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-gone"}}, nil)
 	c.launches.forgetClaim("claim-gone")
 	if c.launches.get("sim:///gone") != nil {
 		t.Error("a deleted claim's launch is still remembered")
@@ -186,7 +189,8 @@ func TestLaunchRecordsANodeAlreadyThere(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{v1.TerminationFinalizer}, CreationTimestamp: metav1.NewTime(clk.Now())}}
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{v1.TerminationFinalizer}, CreationTimestamp: metav1.NewTime(clk.Now())},
+		Spec: v1.NodeClaimSpec{NodeClassRef: simClass}}
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(claim).WithStatusSubresource(&v1.NodeClaim{}).
 		WithIndex(&v1.NodeClaim{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
 			return []string{o.(*v1.NodeClaim).Status.ProviderID}
@@ -250,7 +254,8 @@ func TestClaimDeletedWhileLaunching(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{v1.TerminationFinalizer}, CreationTimestamp: metav1.NewTime(clk.Now())}}
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{v1.TerminationFinalizer}, CreationTimestamp: metav1.NewTime(clk.Now())},
+		Spec: v1.NodeClaimSpec{NodeClassRef: simClass}}
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(claim).WithStatusSubresource(&v1.NodeClaim{}).
 		WithIndex(&corev1.Node{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
 			return []string{o.(*corev1.Node).Spec.ProviderID}
@@ -269,7 +274,7 @@ func TestClaimDeletedWhileLaunching(t *testing.T) {
 
 	// The deletion seen first: a launch still in flight then is refused.
 	c.launches.forgetClaim("b")
-	if c.launches.add("sim:///late", &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}}) || c.launches.get("sim:///late") != nil {
+	if c.launches.add("sim:///late", &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, nil) || c.launches.get("sim:///late") != nil {
 		t.Error("the late launch of a deleted claim was remembered")
 	}
 	clk.Step(LaunchTimeout + time.Second)
@@ -283,16 +288,29 @@ func TestClaimDeletedWhileLaunching(t *testing.T) {
 // fake cloud it launches through.
 func launchTest(t *testing.T, clk *clocktesting.FakeClock, claims ...*v1.NodeClaim) (*Controller, client.Client, *fakecloud.CloudProvider, *record.FakeRecorder) {
 	t.Helper()
+	objs := make([]client.Object, len(claims))
+	for i, nc := range claims {
+		objs[i] = nc
+	}
+	return launchTestWith(t, clk, interceptor.Funcs{}, objs...)
+}
+
+// launchTestWith is launchTest over a client whose calls funcs may intercept.
+func launchTestWith(t *testing.T, clk *clocktesting.FakeClock, funcs interceptor.Funcs, objs ...client.Object) (*Controller, client.Client, *fakecloud.CloudProvider, *record.FakeRecorder) {
+	t.Helper()
 	scheme, err := kubescheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1.NodeClaim{}).
+	b := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1.NodeClaim{}).WithInterceptorFuncs(funcs).
 		WithIndex(&corev1.Node{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
 			return []string{o.(*corev1.Node).Spec.ProviderID}
+		}).
+		WithIndex(&v1.NodeClaim{}, nodeclaim.ProviderIDIndex, func(o client.Object) []string {
+			return []string{o.(*v1.NodeClaim).Status.ProviderID}
 		})
-	for _, nc := range claims {
-		b = b.WithObjects(nc)
+	for _, o := range objs {
+		b = b.WithObjects(o)
 	}
 	kube := b.Build()
 	cloud := fakecloud.New(schedtest.SyntheticTypes(2))
@@ -300,10 +318,13 @@ func launchTest(t *testing.T, clk *clocktesting.FakeClock, claims ...*v1.NodeCla
 	return NewController(kube, cloud, cloudprovider.NewUnavailableOfferings(clk, time.Minute), recorder, clk), kube, cloud, recorder
 }
 
+// simClass is a NodeClass of the kind the fake cloud launches from.
+var simClass = &v1.NodeClassReference{Group: "tailor.sh", Kind: "SimNodeClass", Name: "default"}
+
 func pendingClaim(name string, created time.Time) *v1.NodeClaim {
-	return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1.TerminationFinalizer},
+	return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Finalizers: []string{v1.TerminationFinalizer},
 		CreationTimestamp: metav1.NewTime(created)},
-		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
+		Spec: v1.NodeClaimSpec{NodeClassRef: simClass, Requirements: []v1.NodeSelectorRequirementWithMinValues{
 			{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"fake-it-0"}},
 			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}},
 			{Key: v1.LabelZone, Operator: v1.NodeSelectorOpIn, Values: []string{"zone-a"}}}}}
@@ -432,5 +453,139 @@ func TestLivenessTimeouts(t *testing.T) {
 	}
 	if !deleting(t, kube, "young") || !event(recorder, "RegistrationTimedOut") {
 		t.Error("a claim past its registration timeout was not deleted with a RegistrationTimedOut event")
+	}
+}
+
+// failOnce fails the first write that fails matches, as a transient API error.
+func failOnce(fails func(subResource string, obj client.Object) bool) interceptor.Funcs {
+	failed := false
+	fail := func(sub string, obj client.Object) bool {
+		if failed || !fails(sub, obj) {
+			return false
+		}
+		failed = true
+		return true
+	}
+	return interceptor.Funcs{
+		Patch: func(ctx context.Context, kube client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if fail("", obj) {
+				return apierrors.NewServiceUnavailable("injected: the patch did not go through")
+			}
+			return kube.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, kube client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if fail(sub, obj) {
+				return apierrors.NewServiceUnavailable("injected: the status patch did not go through")
+			}
+			return kube.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+// A launch whose labels or status could not be written is written again on the
+// retry, not launched again: the cloud is asked once and one instance exists.
+func TestFailedLaunchWriteDoesNotLaunchAgain(t *testing.T) {
+	tests := []struct {
+		name  string
+		fails func(sub string, obj client.Object) bool
+	}{
+		{"labels", func(sub string, obj client.Object) bool {
+			_, claim := obj.(*v1.NodeClaim)
+			return claim && sub == "" && obj.GetLabels()[v1.LabelInstanceType] != ""
+		}},
+		{"status", func(sub string, obj client.Object) bool {
+			_, claim := obj.(*v1.NodeClaim)
+			return claim && sub == "status"
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Now())
+			c, kube, cloud, _ := launchTestWith(t, clk, failOnce(tt.fails), pendingClaim("a", clk.Now()))
+			if _, err := reconcileClaim(t, c, "a"); err == nil {
+				t.Fatal("a failed launch write reported no error")
+			}
+			if _, err := reconcileClaim(t, c, "a"); err != nil {
+				t.Fatal(err)
+			}
+			nc := &v1.NodeClaim{}
+			if err := kube.Get(t.Context(), client.ObjectKey{Name: "a"}, nc); err != nil {
+				t.Fatal(err)
+			}
+			instances, err := cloud.List(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			creates := 0
+			for _, call := range cloud.Calls {
+				if call == "Create" {
+					creates++
+				}
+			}
+			if creates != 1 || len(instances) != 1 || instances[0].Status.ProviderID != nc.Status.ProviderID {
+				t.Errorf("%d Create calls, instances %v, claim's provider ID %q: want one launch, recorded on the claim",
+					creates, providerIDs(instances), nc.Status.ProviderID)
+			}
+			if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeLaunched) || nc.Labels[v1.LabelInstanceType] == "" {
+				t.Errorf("claim after the retry: labels %v, conditions %v; want it launched", nc.Labels, nc.Status.Conditions)
+			}
+			if len(c.launches.byClaim) != 0 {
+				t.Errorf("a recorded launch is still held for retries: %v", c.launches.byClaim)
+			}
+		})
+	}
+}
+
+func providerIDs(ncs []*v1.NodeClaim) []string {
+	out := make([]string, len(ncs))
+	for i, nc := range ncs {
+		out[i] = nc.Status.ProviderID
+	}
+	return out
+}
+
+// A claim of a NodeClass kind the provider does not launch from (Karpenter's, in
+// a cut-over) is not touched: no finalizer, no launch, and its Node, unregistered,
+// is not registered.
+func TestForeignClaimsAreLeftAlone(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	ec2 := &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	pending := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "karpenter-pending", UID: "uid-pending", CreationTimestamp: metav1.NewTime(clk.Now())},
+		Spec: v1.NodeClaimSpec{NodeClassRef: ec2}}
+	launched := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "karpenter-launched", UID: "uid-launched", CreationTimestamp: metav1.NewTime(clk.Now()),
+		Finalizers: []string{v1.TerminationFinalizer}, Labels: map[string]string{"team": "payments"}},
+		Spec:   v1.NodeClaimSpec{NodeClassRef: ec2},
+		Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-0abc"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1"}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-0abc",
+		Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	c, kube, cloud, _ := launchTestWith(t, clk, interceptor.Funcs{}, pending, launched, node)
+	ctx := t.Context()
+	before := map[string]client.Object{}
+	for _, o := range []client.Object{&v1.NodeClaim{ObjectMeta: pending.ObjectMeta}, &v1.NodeClaim{ObjectMeta: launched.ObjectMeta}, &corev1.Node{ObjectMeta: node.ObjectMeta}} {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+		before[o.GetName()] = o
+	}
+	for _, name := range []string{"karpenter-pending", "karpenter-launched"} {
+		if res, err := reconcileClaim(t, c, name); err != nil || res != (reconcile.Result{}) {
+			t.Errorf("claim %s: result %+v, error %v; want nothing to do", name, res, err)
+		}
+	}
+	if _, err := c.RegisterNode(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)}); err != nil {
+		t.Fatal(err)
+	}
+	for name, was := range before {
+		now := was.DeepCopyObject().(client.Object)
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(was), now); err != nil {
+			t.Fatal(err)
+		}
+		if now.GetResourceVersion() != was.GetResourceVersion() {
+			t.Errorf("%s was written: finalizers %v, labels %v", name, now.GetFinalizers(), now.GetLabels())
+		}
+	}
+	if len(cloud.Calls) != 0 {
+		t.Errorf("the cloud was called for foreign claims: %v", cloud.Calls)
 	}
 }

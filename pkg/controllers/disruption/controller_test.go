@@ -1,0 +1,190 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/kubescheme"
+	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
+	"github.com/nodetailor/tailor/pkg/state"
+)
+
+var cfg *rest.Config
+
+func TestMain(m *testing.M) {
+	cluster, _, stop, err := testenv.Start(localcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg = cluster.Config
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// manager starts a manager with the provider ID index the controller lists by, and
+// returns its cached client and its API reader once the cache is synced.
+func manager(t *testing.T) (client.Client, client.Reader) {
+	t.Helper()
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := nodeclaim.IndexProviderIDs(ctx, mgr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return mgr.GetClient(), mgr.GetAPIReader()
+}
+
+var (
+	simClass     = &v1.NodeClassReference{Group: "tailor.sh", Kind: "SimNodeClass", Name: "default"}
+	foreignClass = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+)
+
+// node creates a registered, initialized, ready node and its claim of the NodeClass
+// ref in NodePool pool.
+func node(t *testing.T, kube client.Client, name, pool string, ref *v1.NodeClassReference, taints ...corev1.Taint) {
+	t.Helper()
+	ctx := t.Context()
+	id := "fake:///" + name
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: pool,
+		v1.LabelHostname: name, v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand}},
+		Spec: corev1.NodeSpec{ProviderID: id, Taints: taints}}
+	if err := kube.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	room := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	n.Status = corev1.NodeStatus{Allocatable: room, Capacity: room, Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+	if err := kube.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: pool}},
+		Spec: v1.NodeClaimSpec{NodeClassRef: ref, Requirements: []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}}}
+	if err := kube.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.ProviderID, nc.Status.NodeName = id, name
+	for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c,
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))})
+	}
+	if err := kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds or a deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Claims of a NodeClass the provider does not launch from belong to another
+// controller (Karpenter, during a cut-over): a disruption pass deletes an empty
+// claim of its own and leaves an equally empty foreign one alone, in the same
+// NodePool, and does not take the disrupted taint off a foreign node either.
+func TestForeignClaimsAreLeftAlone(t *testing.T) {
+	kube, reader := manager(t)
+	ctx := t.Context()
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "mixed"}}
+	pool.Spec.Template.Spec.NodeClassRef = simClass
+	pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+	pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	if err := kube.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	node(t, kube, "ours", "mixed", simClass)
+	node(t, kube, "theirs", "mixed", foreignClass)
+	node(t, kube, "theirs-disrupting", "mixed", foreignClass, v1.DisruptedNoScheduleTaint)
+	eventually(t, "the cache holds the claims", func() bool {
+		claims := &v1.NodeClaimList{}
+		return kube.List(ctx, claims) == nil && len(claims.Items) == 3 && slices.IndexFunc(claims.Items, func(nc v1.NodeClaim) bool {
+			return len(nc.Status.Conditions) == 0
+		}) < 0
+	})
+
+	types := schedtest.SyntheticTypes(4)
+	cloud := fake.New(types)
+	c := NewController(kube, reader, state.New(kube), cloud,
+		func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil },
+		record.NewFakeRecorder(100), clock.RealClock{}, Options{ValidationDelay: 0, ReplacementTimeout: time.Minute}, nil)
+	cmd, err := c.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmd == nil || len(cmd.Candidates) != 1 || cmd.Candidates[0].Claim.Name != "ours" {
+		t.Fatalf("want the empty claim of our own deleted, and only it, got %v", cmd)
+	}
+	if err := reader.Get(ctx, client.ObjectKey{Name: "ours"}, &v1.NodeClaim{}); client.IgnoreNotFound(err) != nil || err == nil {
+		t.Errorf("our empty claim should be gone, got %v", err)
+	}
+	for _, name := range []string{"theirs", "theirs-disrupting"} {
+		nc := &v1.NodeClaim{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil || nc.DeletionTimestamp != nil {
+			t.Errorf("foreign claim %s must be left alone: %v, deleting %v", name, err, nc.DeletionTimestamp)
+		}
+	}
+	tainted := func(name string) bool {
+		n := &corev1.Node{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(n.Spec.Taints, isDisrupted)
+	}
+	if tainted("theirs") {
+		t.Error("the foreign empty node was tainted")
+	}
+	// A later pass releases stale taints of our own nodes, never a foreign one's.
+	if _, err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !tainted("theirs-disrupting") {
+		t.Error("the foreign node's disrupted taint (its own controller's) was taken off")
+	}
+}

@@ -1,0 +1,52 @@
+package termination
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// taintedNodes remembers, per node, when this process first saw the disrupted taint
+// on it: the drain's settle time counts from there. Kept in memory: after a restart
+// the clock starts again, which only makes the wait longer.
+type taintedNodes struct {
+	mu    sync.Mutex
+	nodes map[types.UID]sighting
+}
+
+type sighting struct{ first, last time.Time }
+
+// taintedForget is how long a node not looked at stays remembered: long past any
+// drain pass interval, so only nodes that went some other way are dropped.
+const taintedForget = 10 * time.Minute
+
+func newTaintedNodes() *taintedNodes {
+	return &taintedNodes{nodes: map[types.UID]sighting{}}
+}
+
+// seen records that the node carries the taint at now and returns when it was
+// first seen with it.
+func (t *taintedNodes) seen(uid types.UID, now time.Time) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.nodes[uid]
+	if !ok {
+		s.first = now
+	}
+	s.last = now
+	t.nodes[uid] = s
+	for id, old := range t.nodes {
+		if now.Sub(old.last) > taintedForget {
+			delete(t.nodes, id)
+		}
+	}
+	return s.first
+}
+
+// forget drops the node: it is terminated.
+func (t *taintedNodes) forget(uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.nodes, uid)
+}

@@ -56,6 +56,7 @@ FUZZTIME ?= 1m
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzRequirementIntersection$$' -fuzztime $(FUZZTIME) ./pkg/scheduling/
 	go test -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(FUZZTIME) ./pkg/scheduling/
+	go test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/simulate/
 
 ## test-unit: only the tests that need no control plane
 test-unit:

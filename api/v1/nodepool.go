@@ -212,6 +212,7 @@ type NodePoolStatus struct {
 
 // NodePool condition types.
 const (
-	ConditionTypeValidationSucceeded = "ValidationSucceeded"
-	ConditionTypeNodeClassReady      = "NodeClassReady"
+	ConditionTypeValidationSucceeded     = "ValidationSucceeded"
+	ConditionTypeNodeClassReady          = "NodeClassReady"
+	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
 )

@@ -46,6 +46,11 @@ func parseController(args []string, stderr io.Writer) (operator.Options, error) 
 		return nil
 	})
 	fs.IntVar(&opts.KubeClientBurst, "kube-client-burst", opts.KubeClientBurst, "API requests the controller may make at once above --kube-client-qps, per kind")
+	fs.Func("feature-gates", "Karpenter feature gates, Name=bool comma-separated: NodeRepair (replace nodes NotReady for 30 minutes; default false)", func(v string) error {
+		gates, err := operator.ParseFeatureGates(v)
+		opts.FeatureGates = gates
+		return err
+	})
 	return opts, fs.Parse(args)
 }
 

@@ -192,16 +192,16 @@ func readPidFile(dir string) ([]pidRecord, error) {
 	return out, nil
 }
 
-// ours says whether the record's pid still names the process we started.
-func (r pidRecord) ours() bool {
-	start, _, err := procStat(r.pid)
-	return err == nil && r.start != 0 && start == r.start
-}
-
-// running says whether our process still runs (a zombie has exited).
+// running says whether the record's pid still names the process we started, and
+// it has not exited (a zombie has). Signalling the group -pid of pid 1, or of this
+// process's own group, would reach far more than a component, so neither is ever
+// taken for one, whatever the file says.
 func (r pidRecord) running() bool {
+	if r.pid <= 1 || r.pid == os.Getpid() || r.pid == syscall.Getpgrp() || r.start == 0 {
+		return false
+	}
 	start, state, err := procStat(r.pid)
-	return err == nil && r.start != 0 && start == r.start && state != 'Z'
+	return err == nil && start == r.start && state != 'Z'
 }
 
 // procStat reads a process's start time, in clock ticks since boot, and its state

@@ -33,10 +33,13 @@ import (
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/expiration"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/nodetailor/tailor/pkg/controllers/node/health"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/podevents"
 	"github.com/nodetailor/tailor/pkg/controllers/nodepool"
+	"github.com/nodetailor/tailor/pkg/controllers/nodepool/registrationhealth"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
 	"github.com/nodetailor/tailor/pkg/controllers/termination"
+	"github.com/nodetailor/tailor/pkg/disruption"
 	"github.com/nodetailor/tailor/pkg/events"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
@@ -69,6 +72,8 @@ type Options struct {
 	// second, per kind (client-go's token bucket).
 	KubeClientQPS   float32
 	KubeClientBurst int
+	// FeatureGates turn on Karpenter's optional features (--feature-gates).
+	FeatureGates FeatureGates
 }
 
 // DefaultOptions are the flags' defaults.
@@ -121,7 +126,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 
 		// Step down when stopped, so a rollout's new leader takes over at once
 		// rather than after the old lease expires (LeaseDuration, 15s).
-		LeaderElectionReleaseOnCancel: false,
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -143,6 +148,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	if err := disruptionctl.RegisterMetrics(metrics.Registry); err != nil {
+		return err
+	}
+	if err := health.RegisterMetrics(metrics.Registry); err != nil {
 		return err
 	}
 	if err := metrics.Registry.Register(interruption.Received); err != nil {
@@ -210,6 +218,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := nodepool.NewController(kube, &v1alpha1.SimNodeClass{}).Register(mgr); err != nil {
 		return err
 	}
+	if err := registrationhealth.NewController(kube, cloud, clk).Register(mgr); err != nil {
+		return err
+	}
 	if err := sim.NewRegistrar(kube, simCloud, clk).Register(mgr); err != nil {
 		return err
 	}
@@ -219,7 +230,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := mgr.Add(disruptionctl.NewController(kube, mgr.GetAPIReader(), cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
 		return err
 	}
-	if err := expiration.NewController(kube, recorder, clk, provisioner.Trigger).Register(mgr); err != nil {
+	if opts.FeatureGates.NodeRepair {
+		if err := mgr.Add(health.NewController(kube, cloud, recorder, clk, disruption.KubeletRepairPolicies, provisioner.Trigger)); err != nil {
+			return err
+		}
+	}
+	if err := expiration.NewController(kube, cloud, recorder, clk, provisioner.Trigger).Register(mgr); err != nil {
 		return err
 	}
 	if err := podevents.NewController(kube, clk).Register(mgr); err != nil {

@@ -1,6 +1,12 @@
 package sandbox
 
-import "testing"
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
 
 // The demo applies the seed example's own Deployment, as the README describes it.
 func TestSeedDeployment(t *testing.T) {
@@ -10,5 +16,37 @@ func TestSeedDeployment(t *testing.T) {
 	}
 	if got := describeWorkload(d); d.Name != "inflate" || d.Namespace != "default" || got != "10 replicas of 1 cpu and 1Gi" {
 		t.Errorf("seed Deployment %s/%s: %s, want default/inflate: 10 replicas of 1 cpu and 1Gi", d.Namespace, d.Name, got)
+	}
+}
+
+// Like a real cluster's, the sandbox's DaemonSets run on every node, whatever its
+// taints, and ask for room there.
+func TestDefaultDaemonSetsRunOnEveryNode(t *testing.T) {
+	objs, err := documents(defaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, obj := range objs {
+		if obj.GetKind() != "DaemonSet" {
+			continue
+		}
+		n++
+		ds := &appsv1.DaemonSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, ds); err != nil {
+			t.Fatal(err)
+		}
+		spec := ds.Spec.Template.Spec
+		if len(spec.Tolerations) != 1 || spec.Tolerations[0] != (corev1.Toleration{Operator: corev1.TolerationOpExists}) {
+			t.Errorf("DaemonSet %s tolerates %+v, want every taint ({operator: Exists})", ds.Name, spec.Tolerations)
+		}
+		for _, c := range spec.Containers {
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+				t.Errorf("DaemonSet %s container %s requests no cpu or memory", ds.Name, c.Name)
+			}
+		}
+	}
+	if n < 3 {
+		t.Errorf("%d DaemonSets in the defaults, want a proxy, a CNI agent and a log agent", n)
 	}
 }

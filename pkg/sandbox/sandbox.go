@@ -60,7 +60,7 @@ func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
 			_ = localcluster.StopDetached(opts.Dir, 5*time.Second)
 		}
 	}()
-	fmt.Fprintln(out, "sandbox: installing the CRDs, a SimNodeClass and the default NodePool")
+	fmt.Fprintln(out, "sandbox: installing the CRDs, a SimNodeClass, the default NodePool and DaemonSets on every node (kube-proxy, cni-agent, log-agent)")
 	if err := crd.Install(ctx, cluster.Config); err != nil {
 		return err
 	}

@@ -3,12 +3,16 @@ package simulate
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func writeFile(t *testing.T, dir, name string, data []byte) string {
@@ -257,5 +261,61 @@ func TestNestedListsAreLinear(t *testing.T) {
 	t.Logf("depth 500: %d bytes allocated; depth 1000: %d", small, large)
 	if float64(large) > 3*float64(small) {
 		t.Errorf("doubling the nesting multiplied the bytes allocated by %.1f; want about 2", float64(large)/float64(small))
+	}
+}
+
+// What the solve leaves out is shown with the plan: a DaemonSet whose node affinity
+// cannot be read is named in every output format.
+func TestWarningsAreShown(t *testing.T) {
+	ds := `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: gen, operator: Gt, values: [new]}]}]}}}
+      containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]
+`
+	dir := t.TempDir()
+	w, err := Load(t.Context(), []string{"testdata/mixed.yaml", writeFile(t, dir, "ds.yaml", []byte(ds))}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := fuzzTypes(t)
+	res, err := Run(w, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `DaemonSet kube-system/agent: node affinity term 0 matches no node: requirement gen has operator Gt, which needs a single integer value, not "new"`
+	rep := NewReport(res, "test")
+	var table, js, yml bytes.Buffer
+	for _, write := range []func() error{func() error { return rep.WriteTable(&table) }, func() error { return rep.WriteJSON(&js) },
+		func() error { return rep.WriteYAML(&yml) }} {
+		if err := write(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(table.String(), "WARNINGS\n"+want+"\n") {
+		t.Errorf("the table does not warn %q:\n%s", want, table.String())
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(js.String()), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("line %q is not JSON", line)
+		}
+		found = found || entry["warning"] == want
+	}
+	if !found {
+		t.Errorf("the JSON lines do not warn %q:\n%s", want, js.String())
+	}
+	var back Report
+	if err := yaml.Unmarshal(yml.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back.Warnings, []string{want}) {
+		t.Errorf("the YAML report warns %q, want %q", back.Warnings, want)
 	}
 }

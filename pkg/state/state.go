@@ -492,6 +492,9 @@ func LaunchingNode(nc *v1.NodeClaim) *corev1.Node {
 	alloc := nc.Status.Allocatable
 	if len(alloc) == 0 {
 		alloc = nc.Spec.Resources.Requests.DeepCopy()
+		if alloc == nil { // a claim made without requests (not by Tailor)
+			alloc = corev1.ResourceList{}
+		}
 		if _, ok := alloc[corev1.ResourcePods]; !ok {
 			alloc[corev1.ResourcePods] = resource.MustParse("110")
 		}

@@ -35,6 +35,14 @@ func TestNodeComingUpIsSeenAsItWillBe(t *testing.T) {
 	}
 }
 
+// A claim made without requests (not by Tailor) is a node with room for pods only.
+func TestLaunchingNodeWithoutRequests(t *testing.T) {
+	n := LaunchingNode(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})
+	if pods := n.Status.Allocatable[corev1.ResourcePods]; pods.Value() != 110 {
+		t.Errorf("allocatable %v, want 110 pods", n.Status.Allocatable)
+	}
+}
+
 func TestLaunchingNode(t *testing.T) {
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
 		Spec: v1.NodeClaimSpec{
@@ -131,7 +139,7 @@ func TestSnapshotReadsPodsFromTheStore(t *testing.T) {
 // otherwise the next batch, planned before the launch, would go past the limit.
 func TestLaunchingClaimHoldsItsReservationAgainstLimits(t *testing.T) {
 	types := schedtest.SyntheticTypes(8) // fake-it-i has i+1 vCPU
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np := readyPool("default", 0, metav1.ConditionTrue)
 	np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
 	launching := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "first-batch", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
 		Spec: v1.NodeClaimSpec{
@@ -214,5 +222,135 @@ func TestSnapshotWaitsForSync(t *testing.T) {
 	}
 	if _, err := New(kube).WithSyncers(syncer(true)).Snapshot(t.Context(), noTypes); err != nil {
 		t.Errorf("Snapshot once synced: %v", err)
+	}
+}
+
+// readyPool is a NodePool whose Ready condition has status, for its generation.
+func readyPool(name string, weight int32, status metav1.ConditionStatus) *v1.NodePool {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}}
+	np.Spec.Weight = &weight
+	np.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeReady, Status: status, Reason: "Test", ObservedGeneration: 1}}
+	return np
+}
+
+func unschedulablePod(name, cpu string, selector map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+}
+
+// Claims being deleted count against their NodePool's limits until they are gone
+// (their instances run until termination ends): a node draining, and a claim
+// deleted while it launched. They take no pods.
+func TestDrainingClaimsCountAgainstLimits(t *testing.T) {
+	types := schedtest.SyntheticTypes(8) // fake-it-i has i+1 vCPU
+	np := readyPool("default", 0, metav1.ConditionTrue)
+	np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("10"), "nodes": resource.MustParse("5")}
+	gone := metav1.Now()
+	poolLabel := map[string]string{v1.NodePoolLabelKey: "default"}
+	drainingNode := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "draining", Labels: poolLabel,
+		DeletionTimestamp: &gone, Finalizers: []string{v1.TerminationFinalizer}},
+		Status: v1.NodeClaimStatus{ProviderID: "fake:///a/1", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "draining", Labels: poolLabel},
+		Spec:   corev1.NodeSpec{ProviderID: "fake:///a/1"},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}}}
+	deletedLaunching := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "deleted-while-launching", Labels: poolLabel,
+		DeletionTimestamp: &gone, Finalizers: []string{v1.TerminationFinalizer}},
+		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelInstanceType,
+			Operator: v1.NodeSelectorOpIn, Values: []string{"fake-it-1"}}}}}
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(np, drainingNode, node, deletedLaunching,
+		unschedulablePod("pending", "2", nil)).Build()
+	withTypes := func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil }
+	snap, err := New(kube).Snapshot(t.Context(), withTypes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Input.Nodes) != 0 {
+		t.Errorf("%d nodes pods may go to, want none: both claims are going away", len(snap.Input.Nodes))
+	}
+	draining := snap.Input.NodePools[0].Draining
+	if cpu, nodes := draining[corev1.ResourceCPU], draining["nodes"]; cpu.Value() != 8 || nodes.Value() != 2 {
+		t.Errorf("draining %v, want 8 cpu (6 of the node, 2 reserved for the claim deleted while launching) on 2 nodes", draining)
+	}
+	plan, err := scheduling.Solve(snap.Input, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 draining + 3 for a node that takes 2 cpu (and its overhead) > 10.
+	if len(plan.NewNodes) != 0 || len(plan.Unschedulable) != 1 || !strings.Contains(plan.Unschedulable[0].Reason, "limit cpu=10 leaves 2") {
+		t.Errorf("plan: %d new nodes, unschedulable %v; want the pod held back by the limit", len(plan.NewNodes), plan.Unschedulable)
+	}
+	used, err := New(kube).Usage(t.Context(), snap.Input.NodePools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu, nodes := used["default"][corev1.ResourceCPU], used["default"]["nodes"]; cpu.Value() != 8 || nodes.Value() != 2 {
+		t.Errorf("usage %v, want what the snapshot counts: 8 cpu on 2 nodes", used["default"])
+	}
+}
+
+// Pods get nodes only from Ready NodePools, Ready for their current generation; a
+// pod no Ready pool can take says why.
+func TestOnlyReadyNodePoolsAreProvisionedFrom(t *testing.T) {
+	types := schedtest.SyntheticTypes(4)
+	invalid := readyPool("invalid", 100, metav1.ConditionFalse)
+	invalid.Status.Conditions[0].Reason = "ValidationFailed"
+	invalid.Status.Conditions[0].Message = "spec.template.metadata.labels: Invalid value"
+	stale := readyPool("stale", 50, metav1.ConditionTrue)
+	stale.Generation = 2 // changed since it was found Ready
+	unknown := readyPool("unknown", 20, metav1.ConditionTrue)
+	unknown.Status.Conditions = nil
+	fallback := readyPool("fallback", 1, metav1.ConditionTrue)
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(invalid, stale, unknown, fallback,
+		unschedulablePod("anywhere", "1", nil),
+		unschedulablePod("only-invalid", "1", map[string]string{v1.NodePoolLabelKey: "invalid"})).Build()
+	snap, err := New(kube).Snapshot(t.Context(), func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := scheduling.Solve(snap.Input, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.NewNodes) != 1 || plan.NewNodes[0].NodePool != "fallback" {
+		var pools []string
+		for _, n := range plan.NewNodes {
+			pools = append(pools, n.NodePool)
+		}
+		t.Errorf("new nodes from %v, want one from the Ready NodePool fallback", pools)
+	}
+	if len(plan.Unschedulable) != 1 || !strings.Contains(plan.Unschedulable[0].Reason, "not Ready (ValidationFailed): spec.template.metadata.labels") {
+		t.Errorf("unschedulable %v, want the pod of NodePool invalid, saying why", plan.Unschedulable)
+	}
+}
+
+func TestNodePoolReady(t *testing.T) {
+	stale := readyPool("p", 0, metav1.ConditionTrue)
+	stale.Generation = 2
+	none := readyPool("p", 0, metav1.ConditionTrue)
+	none.Status.Conditions = nil
+	for name, tc := range map[string]struct {
+		np   *v1.NodePool
+		want bool
+	}{
+		"ready":                      {readyPool("p", 0, metav1.ConditionTrue), true},
+		"not ready":                  {readyPool("p", 0, metav1.ConditionFalse), false},
+		"unknown":                    {readyPool("p", 0, metav1.ConditionUnknown), false},
+		"no condition":               {none, false},
+		"ready for a generation ago": {stale, false},
+	} {
+		if got, why := NodePoolReady(tc.np); got != tc.want || got == (why != "") {
+			t.Errorf("%s: %v %q, want %v and a reason only when not ready", name, got, why, tc.want)
+		}
 	}
 }

@@ -128,3 +128,59 @@ func TestDeleteNodeClaimDrainsHonouringPDB(t *testing.T) {
 		t.Errorf("pods still on the removed node: %v", after)
 	}
 }
+
+// A node running DaemonSet pods that tolerate every taint (the harness's kube-proxy
+// and log agent) goes once its claim is deleted: those pods are left to go with
+// the node, not evicted and waited for while their DaemonSet puts them back.
+func TestTerminationAroundTolerateEverythingDaemonSets(t *testing.T) {
+	create(t, simNodeClass("tolerant"), nodePool("tolerant", "tolerant", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"pool": "tolerant"}
+	}))
+	create(t, deployment("tolerant", 1, "500m", "512Mi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "tolerant"} }))
+	var node string
+	for n := range runningOn(t, "tolerant", 1) {
+		node = n
+	}
+	daemons := func(ctx context.Context) (map[string]bool, error) {
+		pods := &corev1.PodList{}
+		if err := kube.List(ctx, pods, client.InNamespace("kube-system")); err != nil {
+			return nil, err
+		}
+		running := map[string]bool{}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running[p.Labels["daemon"]] = true
+			}
+		}
+		return running, nil
+	}
+	eventually(t, 2*time.Minute, "kube-proxy and log-agent running on "+node, func(ctx context.Context) (bool, string) {
+		running, err := daemons(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return running["kube-proxy"] && running["log-agent"], fmt.Sprintf("running %v", running)
+	})
+	claim := claimOfNode(t, node)
+	if err := kube.Delete(t.Context(), claim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "node and NodeClaim gone", func(ctx context.Context) (bool, string) {
+		nodeGone := gone(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		claimGone := gone(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name}})
+		return nodeGone && claimGone, fmt.Sprintf("node gone %v, claim gone %v", nodeGone, claimGone)
+	})
+	instances := &v1alpha1.SimInstanceList{}
+	if err := kube.List(t.Context(), instances); err != nil {
+		t.Fatal(err)
+	}
+	for _, inst := range instances.Items {
+		if inst.Spec.NodeClaim == claim.Name {
+			t.Errorf("instance %s of the deleted claim still exists", inst.Name)
+		}
+	}
+	// The application moved to a new node.
+	if after := runningOn(t, "tolerant", 1); after[node] != 0 {
+		t.Errorf("the pod is still on the removed node: %v", after)
+	}
+}

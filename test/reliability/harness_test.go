@@ -527,8 +527,10 @@ type controller struct {
 	name       string
 	cmd        *exec.Cmd
 	metricsURL string
-	logPath    string
-	exited     chan struct{}
+	// readyURL answers 200 once the controller's caches are synced.
+	readyURL string
+	logPath  string
+	exited   chan struct{}
 }
 
 // startController runs `tailor controller` against the env's cluster, with quick
@@ -539,13 +541,17 @@ func (e *env) startController(name string, leaderElect bool, extraEnv ...string)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	health, err := freeAddr()
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	dir := logDir
 	if dir == "" {
 		dir = e.t.TempDir()
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		e.t.Fatal(err)
 	}
-	c := &controller{name: name, metricsURL: "http://" + addr + "/metrics", exited: make(chan struct{}),
+	c := &controller{name: name, metricsURL: "http://" + addr + "/metrics", readyURL: "http://" + health + "/readyz", exited: make(chan struct{}),
 		logPath: filepath.Join(dir, strings.ReplaceAll(e.t.Name(), "/", "_")+"-"+name+".log")}
 	logFile, err := os.Create(c.logPath)
 	if err != nil {
@@ -553,7 +559,7 @@ func (e *env) startController(name string, leaderElect bool, extraEnv ...string)
 	}
 	c.cmd = exec.Command(tailorBin, "controller", "--kubeconfig", e.cluster.Kubeconfig,
 		"--leader-elect="+strconv.FormatBool(leaderElect), "--leader-election-namespace", "kube-system",
-		"--metrics-bind-address", addr, "--health-probe-bind-address", "0",
+		"--metrics-bind-address", addr, "--health-probe-bind-address", health,
 		"--disruption-interval", "1s", "--consolidation-validation-delay", "2s", "--replacement-timeout", "2m")
 	c.cmd.Env = append(os.Environ(), extraEnv...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
@@ -573,6 +579,17 @@ func (e *env) startController(name string, leaderElect bool, extraEnv ...string)
 }
 
 func (c *controller) pid() int { return c.cmd.Process.Pid }
+
+// ready reports whether the controller's caches are synced (its /readyz).
+func (c *controller) ready() bool {
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(c.readyURL)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
 
 func (c *controller) running() bool {
 	select {

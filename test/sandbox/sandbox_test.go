@@ -27,6 +27,18 @@ func TestSandboxDemo(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = exec.Command(tailor, "sandbox", "down", "--dir", dir).Run() })
 
+	// --dir naming someone else's directory: refused, nothing deleted.
+	foreign := t.TempDir()
+	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(tailor, "sandbox", "up", "--dir", foreign).CombinedOutput(); err == nil || !strings.Contains(string(out), "is not a sandbox") {
+		t.Errorf("sandbox up --dir on a directory with a file: %v, want a non-zero exit saying it is not a sandbox:\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(foreign, "notes.txt")); err != nil {
+		t.Errorf("sandbox up deleted a file it was not given: %v", err)
+	}
+
 	up := run("sandbox", "up")
 	if !strings.Contains(up, "export KUBECONFIG="+filepath.Join(dir, "kubeconfig")) {
 		t.Errorf("sandbox up does not print the kubeconfig:\n%s", up)

@@ -339,7 +339,7 @@ func TestRetriedLaunchWithAStaleCacheMakesOneInstance(t *testing.T) {
 			again, err := cloud.Create(ctx, c)
 			switch {
 			case tt.apiReader && (err != nil || again.Status.ProviderID != first.Status.ProviderID):
-				t.Errorf("retried launch: %v, %v; want the first instance %s", again, err, first.Status.ProviderID)
+				t.Errorf("retried launch: %s, %v; want the first instance %s", providerID(again), err, first.Status.ProviderID)
 			case !tt.apiReader && err == nil && again.Status.ProviderID != first.Status.ProviderID:
 				t.Errorf("retried launch made %s; want the first instance %s or an error to retry", again.Status.ProviderID, first.Status.ProviderID)
 			}
@@ -390,4 +390,11 @@ func TestRegistrarIgnoresForeignClaims(t *testing.T) {
 	if node.Labels[v1.LabelInstanceType] != "m5.large" || !hasTaint(node, v1.UnregisteredNoExecuteTaint.Key) {
 		t.Errorf("node labels %v, taints %v; want the instance's own and karpenter.sh/unregistered", node.Labels, node.Spec.Taints)
 	}
+}
+
+func providerID(nc *v1.NodeClaim) string {
+	if nc == nil {
+		return "(none)"
+	}
+	return nc.Status.ProviderID
 }

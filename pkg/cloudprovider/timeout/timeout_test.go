@@ -148,8 +148,18 @@ func (h *hangsAfterLaunch) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.No
 func TestHungCreateTimesOutAndTheRetryFindsItsInstance(t *testing.T) {
 	inner := &hangsAfterLaunch{CloudProvider: fake.New(schedtest.SyntheticTypes(2)), hang: true}
 	cp := Decorate(inner, Timeouts{Create: time.Millisecond, Call: time.Millisecond})
-	if _, err := cp.Create(t.Context(), claim()); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("hung Create: %v, want context.DeadlineExceeded", err)
+	hung := make(chan error, 1)
+	go func() {
+		_, err := cp.Create(t.Context(), claim())
+		hung <- err
+	}()
+	select {
+	case err := <-hung:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("hung Create: %v, want context.DeadlineExceeded", err)
+		}
+	case <-time.After(time.Minute): // a bound on the wait, not on the timeout
+		t.Fatal("a hung Create had not returned after a minute: it has no deadline")
 	}
 	inner.hang = false
 	launched, err := cp.Create(t.Context(), claim())

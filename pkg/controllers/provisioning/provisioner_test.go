@@ -203,7 +203,7 @@ func TestBatchWindow(t *testing.T) {
 func TestNodePoolChangeMatters(t *testing.T) {
 	ready := func(np *v1.NodePool, status metav1.ConditionStatus) *v1.NodePool {
 		cp := np.DeepCopy()
-		cp.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeReady, Status: status}}
+		cp.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeReady, Status: status, ObservedGeneration: np.Generation}}
 		return cp
 	}
 	base := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1}}
@@ -211,6 +211,10 @@ func TestNodePoolChangeMatters(t *testing.T) {
 	counted.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
 	changed := base.DeepCopy()
 	changed.Generation = 2
+	// Ready for generation 1 when generation 2 came, then found Ready for it.
+	unconfirmed := ready(base, metav1.ConditionTrue)
+	unconfirmed.Generation = 2
+	confirmed := ready(changed, metav1.ConditionTrue)
 	for _, tc := range []struct {
 		name     string
 		old, new *v1.NodePool
@@ -220,6 +224,7 @@ func TestNodePoolChangeMatters(t *testing.T) {
 		{"spec", base, changed, true},
 		{"turned ready", ready(base, metav1.ConditionFalse), ready(base, metav1.ConditionTrue), true},
 		{"still ready", ready(base, metav1.ConditionTrue), ready(counted, metav1.ConditionTrue), false},
+		{"ready for the new generation", unconfirmed, confirmed, true},
 	} {
 		if got := NodePoolChangeMatters(tc.old, tc.new); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -168,9 +168,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // provider manages it, then the finalizer removed. A Node with a claim is left to
 // the claim's termination.
 func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if true {
-		return reconcile.Result{}, nil
-	}
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
 	"github.com/nodetailor/tailor/pkg/disruption"
 )
@@ -23,15 +24,16 @@ import (
 // Controller is the expiration controller.
 type Controller struct {
 	kube     client.Client
+	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
 	clock    clock.Clock
 	wake     func()
 }
 
-// NewController returns the controller; wake tells the provisioner pods will need
-// a place.
-func NewController(kube client.Client, recorder record.EventRecorder, clk clock.Clock, wake func()) *Controller {
-	return &Controller{kube: kube, recorder: recorder, clock: clk, wake: wake}
+// NewController returns the controller; cloud says which claims are Tailor's to
+// expire, and wake tells the provisioner pods will need a place.
+func NewController(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.Clock, wake func()) *Controller {
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, wake: wake}
 }
 
 // Register adds the controller to mgr.
@@ -46,8 +48,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	at, ok := disruption.ExpiresAt(nc)
-	if !ok || nc.DeletionTimestamp != nil {
-		return reconcile.Result{}, nil
+	if !ok || nc.DeletionTimestamp != nil || !cloudprovider.Manages(c.cloud, nc) {
+		return reconcile.Result{}, nil // a foreign claim expires by its own controller
 	}
 	if left := at.Sub(c.clock.Now()); left > 0 {
 		return reconcile.Result{RequeueAfter: left}, nil

@@ -60,9 +60,11 @@ func (c *Controller) awaitInitialization(ctx context.Context, nc *v1.NodeClaim) 
 	return reconcile.Result{}, c.giveUp(ctx, nc, v1.ConditionTypeInitialized, ReasonInitializationTimedOut, message)
 }
 
-// giveUp records on the claim why it is given up, then deletes it.
+// giveUp records on the claim why it is given up, then deletes it. The condition
+// is set anew, so its transition time says when the claim was given up.
 func (c *Controller) giveUp(ctx context.Context, nc *v1.NodeClaim, condition, reason, message string) error {
 	status := client.MergeFrom(nc.DeepCopy())
+	meta.RemoveStatusCondition(&nc.Status.Conditions, condition)
 	c.setCondition(nc, condition, metav1.ConditionFalse, reason, message)
 	if err := c.patchStatus(ctx, nc, status); err != nil {
 		return client.IgnoreNotFound(err)

@@ -88,8 +88,9 @@ func TestInitializationTimeout(t *testing.T) {
 	if err := kube.Get(ctx, client.ObjectKey{Name: "stuck"}, nc); err != nil {
 		t.Fatal(err)
 	}
-	if cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); cond == nil || cond.Reason != ReasonInitializationTimedOut {
-		t.Errorf("the claim should say why it went, got %+v", cond)
+	cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized)
+	if cond == nil || cond.Reason != ReasonInitializationTimedOut || cond.LastTransitionTime.Before(&metav1.Time{Time: clk.Now().Add(-time.Second)}) {
+		t.Errorf("the claim should say why it went, and since when (now), got %+v", cond)
 	}
 	if deleting(t, kube, "fine") {
 		t.Error("an initialized claim was deleted")

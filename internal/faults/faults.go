@@ -108,7 +108,11 @@ func FromEnv(getenv func(string) string) (*Injector, error) {
 			return nil, fmt.Errorf("%s=%q: want a duration such as 1s", EnvTimeout, s)
 		}
 	}
-	return New(cfg)
+	in, err := New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q, %s=%q: %w", EnvWriteRate, rate, EnvTimeout, getenv(EnvTimeout), err)
+	}
+	return in, nil
 }
 
 // Config is the injector's configuration.

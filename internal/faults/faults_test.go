@@ -72,10 +72,11 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("config %+v, want %+v", got, want)
 	}
 	for _, bad := range []map[string]string{
-		{EnvWriteRate: "lots"}, {EnvWriteRate: "1.5"}, {EnvWriteRate: "0.1", EnvSeed: "-1"}, {EnvWriteRate: "0.1", EnvTimeout: "soon"},
+		{EnvWriteRate: "lots"}, {EnvWriteRate: "1.5"}, {EnvWriteRate: "0.1", EnvSeed: "-1"},
+		{EnvWriteRate: "0.1", EnvTimeout: "soon"}, {EnvWriteRate: "0.1", EnvTimeout: "-1s"},
 	} {
-		if _, err := FromEnv(env(bad)); err == nil || !strings.Contains(err.Error(), "TAILOR_FAULT") && !strings.Contains(err.Error(), "fraction") {
-			t.Errorf("%v: got error %v, want one naming the setting", bad, err)
+		if _, err := FromEnv(env(bad)); err == nil || !strings.Contains(err.Error(), "TAILOR_FAULT_") {
+			t.Errorf("%v: got error %v, want one naming the variable", bad, err)
 		}
 	}
 }

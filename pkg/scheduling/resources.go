@@ -203,11 +203,11 @@ func quantityValue(name corev1.ResourceName, q resource.Quantity) int64 {
 	return q.Value()
 }
 
-// OutOfRange says what is wrong with a request vector no node should be asked to
-// hold: a negative amount, or one too large to represent (it saturated); "" when
-// every amount is fine.
+// OutOfRange says what is wrong with a request vector (made from list) that no
+// node should be asked to hold: a negative amount, or one too large to represent
+// (it saturated); "" when every amount is fine.
 func (x *ResourceIndex) OutOfRange(r *Resources, list corev1.ResourceList) string {
-	for i := range x.Len() {
+	for i := range min(x.Len(), fastResources+len(r.more)) {
 		v := r.At(i)
 		if v >= 0 && v < MaxQuantity {
 			continue
@@ -217,7 +217,7 @@ func (x *ResourceIndex) OutOfRange(r *Resources, list corev1.ResourceList) strin
 		if v < 0 {
 			return fmt.Sprintf("requests %s %s, which is negative", name, q.String())
 		}
-		return fmt.Sprintf("requests %s %s, more than any node can offer (at most %s)", name, q.String(), x.Quantity(i, MaxQuantity-1))
+		return fmt.Sprintf("requests %s %s, more than any node can offer", name, q.String())
 	}
 	return ""
 }
@@ -233,40 +233,66 @@ func sortedNames(list corev1.ResourceList) []corev1.ResourceName {
 
 // Add returns a+b over the first n resources, clamped to ±MaxQuantity.
 func (a Resources) Add(b Resources, n int) Resources {
-	for i := range min(n, fastResources) {
-		a.fast[i] = clampQuantity(a.fast[i] + b.fast[i])
-	}
-	if len(a.more)+len(b.more) > 0 && n > fastResources {
-		a.more = combine(a.more, b.more, n-fastResources, func(x, y int64) int64 { return clampQuantity(x + y) })
-	}
+	a.add(&b, n)
 	return a
 }
 
 // Sub returns a-b over the first n resources, clamped to ±MaxQuantity.
 func (a Resources) Sub(b Resources, n int) Resources {
-	for i := range min(n, fastResources) {
-		a.fast[i] = clampQuantity(a.fast[i] - b.fast[i])
-	}
-	if len(a.more)+len(b.more) > 0 && n > fastResources {
-		a.more = combine(a.more, b.more, n-fastResources, func(x, y int64) int64 { return clampQuantity(x - y) })
-	}
+	a.sub(&b, n)
 	return a
 }
 
 // Max returns the element-wise maximum over the first n resources.
 func (a Resources) Max(b Resources, n int) Resources {
-	for i := range min(n, fastResources) {
-		a.fast[i] = max(a.fast[i], b.fast[i])
-	}
-	if len(a.more)+len(b.more) > 0 && n > fastResources {
-		a.more = combine(a.more, b.more, n-fastResources, func(x, y int64) int64 { return max(x, y) })
-	}
+	a.max(&b, n)
 	return a
 }
 
-// combine applies f position by position to the overflow parts of two vectors, up
-// to n of them, into a new slice: the parts are shared and stay as they are.
-func combine(a, b []int64, n int, f func(x, y int64) int64) []int64 {
+// add, sub and max work in place: the hot loops call them on vectors they own. The
+// inline positions are handled here, the rest (rare) out of line.
+func (a *Resources) add(b *Resources, n int) {
+	for i := range min(n, fastResources) {
+		a.fast[i] = clampQuantity(a.fast[i] + b.fast[i])
+	}
+	if a.more != nil || b.more != nil {
+		a.more = combine(a.more, b.more, n, opAdd)
+	}
+}
+
+func (a *Resources) sub(b *Resources, n int) {
+	for i := range min(n, fastResources) {
+		a.fast[i] = clampQuantity(a.fast[i] - b.fast[i])
+	}
+	if a.more != nil || b.more != nil {
+		a.more = combine(a.more, b.more, n, opSub)
+	}
+}
+
+func (a *Resources) max(b *Resources, n int) {
+	for i := range min(n, fastResources) {
+		a.fast[i] = max(a.fast[i], b.fast[i])
+	}
+	if a.more != nil || b.more != nil {
+		a.more = combine(a.more, b.more, n, opMax)
+	}
+}
+
+type vectorOp int
+
+const (
+	opAdd vectorOp = iota
+	opSub
+	opMax
+)
+
+// combine applies op position by position to the overflow parts of two vectors of
+// n resources into a new slice: the parts are shared and stay as they are.
+func combine(a, b []int64, n int, op vectorOp) []int64 {
+	n -= fastResources
+	if n <= 0 {
+		return a
+	}
 	out := make([]int64, min(max(len(a), len(b)), n))
 	for j := range out {
 		var x, y int64
@@ -276,7 +302,14 @@ func combine(a, b []int64, n int, f func(x, y int64) int64) []int64 {
 		if j < len(b) {
 			y = b[j]
 		}
-		out[j] = f(x, y)
+		switch op {
+		case opAdd:
+			out[j] = clampQuantity(x + y)
+		case opSub:
+			out[j] = clampQuantity(x - y)
+		default:
+			out[j] = max(x, y)
+		}
 	}
 	if len(a) > n {
 		// Positions past n are a's, unchanged.
@@ -288,16 +321,22 @@ func combine(a, b []int64, n int, f func(x, y int64) int64) []int64 {
 // Fits reports whether used+req stays within limit in every one of the first n
 // resources. It returns the first resource that does not fit, or -1.
 func Fits(used, req, limit *Resources, n int) int {
+	if req.more != nil {
+		return fitsMore(used, req, limit, n)
+	}
 	for i := range min(n, fastResources) {
 		if req.fast[i] != 0 && used.fast[i]+req.fast[i] > limit.fast[i] {
 			return i
 		}
 	}
-	if len(req.more) > 0 && n > fastResources {
-		for j, v := range req.more[:min(len(req.more), n-fastResources)] {
-			if i := j + fastResources; v != 0 && used.At(i)+v > limit.At(i) {
-				return i
-			}
+	return -1
+}
+
+// fitsMore is Fits for a request with amounts past the inline positions.
+func fitsMore(used, req, limit *Resources, n int) int {
+	for i := range min(n, fastResources+len(req.more)) {
+		if v := req.At(i); v != 0 && used.At(i)+v > limit.At(i) {
+			return i
 		}
 	}
 	return -1

@@ -695,7 +695,7 @@ func (s *solver) computeDemand() {
 		}
 		for _, ps := range s.pools {
 			if ps.unavailable == "" && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
-				ps.demand = ps.demand.Add(c.req, s.n)
+				ps.demand.add(&c.req, s.n)
 				ps.demandN++
 				break
 			}
@@ -897,7 +897,7 @@ func (s *solver) openNode(p *podInfo, v *variant, explain bool) (*simNode, strin
 func maxAlloc(types []*typeInfo, n int) Resources {
 	var out Resources
 	for _, t := range types {
-		out = out.Max(t.alloc, n)
+		out.max(&t.alloc, n)
 	}
 	return out
 }
@@ -1098,7 +1098,7 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 		}
 		n.reqs = reqs
 	}
-	n.used = n.used.Add(c.req, s.n)
+	n.used.add(&c.req, s.n)
 	n.ports = append(n.ports, c.ports...)
 	n.pods = append(n.pods, p)
 	s.placed[p.pod] = n
@@ -1178,19 +1178,27 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 		}
 	}
 	old := n.reserved
-	if after := n.pool.used.Sub(old, s.n).Add(s.reservation(kept), s.n); !n.pool.fitsLimits(&after) {
-		if !explain {
-			return false, ""
+	if len(n.pool.limited) > 0 {
+		after := n.pool.used
+		after.sub(&old, s.n)
+		reserved := s.reservation(kept)
+		after.add(&reserved, s.n)
+		if !n.pool.fitsLimits(&after) {
+			if !explain {
+				return false, ""
+			}
+			return false, n.pool.limitReason(s.idx)
 		}
-		return false, n.pool.limitReason(s.idx)
 	}
 	n.options = append(n.options[:0], kept...)
-	n.alloc = maxAlloc(n.options, s.n)
-	if !n.anchor.IsZero() {
+	if n.anchor.IsZero() {
+		n.alloc = maxAlloc(n.options, s.n)
+	} else {
 		n.alloc = n.anchor
 	}
 	n.reserved = s.reservation(n.options)
-	n.pool.used = n.pool.used.Sub(old, s.n).Add(n.reserved, s.n)
+	n.pool.used.sub(&old, s.n)
+	n.pool.used.add(&n.reserved, s.n)
 	return true, ""
 }
 
@@ -1591,7 +1599,7 @@ func (s *solver) repack(group []*simNode) []*simNode {
 	for _, bin := range bestBins {
 		piece := &simNode{name: first.name, kind: plannedNode, pool: first.pool, reqs: first.reqs, taints: first.taints, pods: bin}
 		for _, p := range bin {
-			piece.used = piece.used.Add(p.class.req, s.n)
+			piece.used.add(&p.class.req, s.n)
 		}
 		for _, t := range candidates {
 			if Fits(&Resources{}, &piece.used, &t.alloc, s.n) < 0 {
@@ -1668,7 +1676,7 @@ func packInto(pods []*podInfo, alloc *Resources, n int) ([][]*podInfo, []Resourc
 		placed := false
 		for i := range bins {
 			if Fits(&used[i], &p.class.req, alloc, n) < 0 {
-				used[i] = used[i].Add(p.class.req, n)
+				used[i].add(&p.class.req, n)
 				bins[i] = append(bins[i], p)
 				placed = true
 				break

@@ -57,6 +57,9 @@ func FuzzLoad(f *testing.F) {
 			f.Add(data)
 		}
 	}
+	if mixed, err := os.ReadFile("testdata/mixed.yaml"); err == nil {
+		f.Add(gzipped(f, mixed))
+	}
 	f.Add(nestedList(3))
 	f.Add([]byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: -5, template: {spec: {containers: [{name: c, resources: {requests: {cpu: 1e100}}}]}}}\n"))
 	f.Add([]byte("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {parallelism: 3, completions: 2, template: {spec: {containers: [{name: c, resources: {requests: {memory: -1}}}]}}}\n"))

@@ -24,7 +24,7 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 	return path
 }
 
-func gzipped(t *testing.T, data []byte) []byte {
+func gzipped(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)

@@ -131,6 +131,18 @@ func freshPlan(t *testing.T, pool string, apps ...string) (*scheduling.Plan, []*
 		t.Fatal(err)
 	}
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: np, InstanceTypes: its}}}
+	// The cluster's DaemonSets (kube-proxy, log agents) run on every new node, as the
+	// controller plans them.
+	dss := &appsv1.DaemonSetList{}
+	if err := kube.List(t.Context(), dss); err != nil {
+		t.Fatal(err)
+	}
+	for i := range dss.Items {
+		ds := &dss.Items[i]
+		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
+		p.Name, p.Namespace = ds.Name, ds.Namespace
+		in.DaemonSets = append(in.DaemonSets, p)
+	}
 	for _, app := range apps {
 		pods := &corev1.PodList{}
 		if err := kube.List(t.Context(), pods, client.MatchingLabels{"app": app}); err != nil {

@@ -92,6 +92,7 @@ func TestLeaderFailover(t *testing.T) {
 		e.exactlyOneClaimPerPod(want)
 	}
 	t.Logf("failover after kill -9: %s (controller-runtime's Lease: 15s duration, 2s retry period)", formatDurations(failovers))
+	e.note("failover after kill -9, kill to the new leader's Lease: %s", formatDurations(failovers))
 
 	// SIGTERM: the leader should release the Lease as it leaves.
 	lease := &coordinationv1.Lease{}
@@ -112,8 +113,10 @@ func TestLeaderFailover(t *testing.T) {
 		t.Errorf("after SIGTERM of leader %s: %v", leader.name, err)
 	case !released:
 		t.Errorf("leader %s stopped with SIGTERM without releasing the Lease: the standby took over %.1fs after the signal, once the Lease expired", leader.name, took.Sub(stopped).Seconds())
+		e.note("graceful stop: Lease NOT released; the standby led %.1fs after SIGTERM", took.Sub(stopped).Seconds())
 	default:
 		t.Logf("graceful stop: leader %s released the Lease; the standby took over %.1fs after SIGTERM", leader.name, took.Sub(stopped).Seconds())
+		e.note("graceful stop: Lease released; the standby led %.1fs after SIGTERM", took.Sub(stopped).Seconds())
 	}
 
 	e.scale("one-per-node", 0)

@@ -43,6 +43,7 @@ func TestWriteFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("after scale up: %d nodeclaims, %d nodes, %d instances", len(inv.claims), len(inv.nodes), len(inv.instances))
+	e.note("after scale up: %d nodeclaims, %d nodes, %d instances", len(inv.claims), len(inv.nodes), len(inv.instances))
 	e.claimsMatchInstances("after scale up: one instance per nodeclaim, one nodeclaim per instance")
 
 	for _, name := range names {
@@ -64,6 +65,7 @@ func TestWriteFaults(t *testing.T) {
 		writes += sum(families, "rest_client_requests_total", map[string]string{"method": method})
 	}
 	t.Logf("faults injected: %.0f of %.0f writes (%s); by resource: %s", injected, writes, formatCounts(byFault), formatCounts(byResource))
+	e.note("faults injected: %.0f of %.0f writes (%s)", injected, writes, formatCounts(byFault))
 	if injected == 0 {
 		t.Error("no write fault was injected: the suite tested nothing")
 	}

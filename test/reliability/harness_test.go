@@ -52,13 +52,17 @@ type env struct {
 	cluster *localcluster.Cluster
 	kube    client.Client
 	cached  client.Client
-	track   *tracker
-	rng     *rand.Rand
+	// informers feed cached; a suite may watch more kinds through them.
+	informers cache.Cache
+	track     *tracker
+	rng       *rand.Rand
 	// types is the sim cloud's catalog, by instance-type name.
 	types map[string]*scheduling.InstanceType
 
 	mu    sync.Mutex
 	ctrls []*controller
+	// summary collects the suite's figures, logged together at its end.
+	summary []string
 }
 
 func newEnv(t *testing.T, salt uint64) *env {
@@ -99,6 +103,7 @@ func newEnv(t *testing.T, salt uint64) *env {
 			}
 		}
 	}
+	e.informers = informers
 	go func() { _ = informers.Start(ctx) }()
 	if !informers.WaitForCacheSync(t.Context()) {
 		t.Fatal("the test's informers did not sync")
@@ -108,21 +113,38 @@ func newEnv(t *testing.T, salt uint64) *env {
 		t.Fatal(err)
 	}
 	// Controllers end before the cluster (cleanups run last first); a failed suite
-	// shows the end of each controller's log.
+	// shows the end of the log of each controller still running then.
 	t.Cleanup(func() {
 		e.mu.Lock()
 		ctrls := slices.Clone(e.ctrls)
 		e.mu.Unlock()
+		var live []*controller
 		for _, c := range ctrls {
+			if c.running() {
+				live = append(live, c)
+			}
 			c.stop()
 		}
 		if t.Failed() {
-			for _, c := range ctrls {
+			for _, c := range live {
 				c.logTail(t, 6000)
 			}
 		}
 	})
+	// Logged first of the cleanups, last in the output: the figures in one block.
+	t.Cleanup(func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		t.Logf("summary of %s (size %s, seed %d):\n  %s", t.Name(), suite.name, seed, strings.Join(e.summary, "\n  "))
+	})
 	return e
+}
+
+// note adds a line to the suite's summary.
+func (e *env) note(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.summary = append(e.summary, fmt.Sprintf(format, args...))
 }
 
 func (e *env) create(objs ...client.Object) {
@@ -148,17 +170,40 @@ func (e *env) scale(name string, replicas int) {
 // test with cond's last word after timeout.
 func (e *env) eventually(what string, timeout time.Duration, cond func(context.Context) (bool, string)) bool {
 	e.t.Helper()
-	start, last := time.Now(), ""
+	return e.poll(what, timeout, cond, false)
+}
+
+// poll is eventually; with noteFirst the summary also gets cond's first word,
+// when it did not hold at once.
+func (e *env) poll(what string, timeout time.Duration, cond func(context.Context) (bool, string), noteFirst bool) bool {
+	e.t.Helper()
+	start, first, last := time.Now(), "", ""
 	err := wait.PollUntilContextTimeout(e.t.Context(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, s := cond(ctx)
+		if ctx.Err() != nil {
+			// The deadline hit mid-read: keep the last full reading.
+			return false, nil
+		}
+		if !ok && first == "" {
+			first = s
+		}
 		last = s
 		return ok, nil
 	})
 	if err != nil {
 		e.t.Errorf("%s: not within %s: %s", what, timeout, last)
+		e.note("%s: NOT within %s", what, timeout)
 		return false
 	}
-	e.t.Logf("%s: after %.1fs", what, time.Since(start).Seconds())
+	took := time.Since(start).Seconds()
+	if first != "" {
+		first = " (at first: " + first + ")"
+	}
+	e.t.Logf("%s: after %.1fs%s", what, took, first)
+	if !noteFirst {
+		first = ""
+	}
+	e.note("%s: %.1fs%s", what, took, first)
 	return true
 }
 
@@ -463,6 +508,8 @@ func (e *env) checkInvariants(atZero bool) {
 	dups, leaked, stuck := e.track.duplicates(), inv.leaked(), e.stuck(ctx, inv)
 	e.t.Logf("invariants: %d instances launched in all; %d claims ever with two instances; now %d leaked instances, %d stuck finalizers; %d nodes, %d nodeclaims, %d instances",
 		e.track.instancesSeen(), len(dups), len(leaked), len(stuck), len(inv.nodes), len(inv.claims), len(inv.instances))
+	e.note("invariants: %d instances launched; duplicates %d, leaked %d, stuck finalizers %d; left: %d nodes, %d nodeclaims, %d instances",
+		e.track.instancesSeen(), len(dups), len(leaked), len(stuck), len(inv.nodes), len(inv.claims), len(inv.instances))
 	for _, d := range dups {
 		e.t.Errorf("duplicate launch: %s", d)
 	}
@@ -478,26 +525,42 @@ func (e *env) checkInvariants(atZero bool) {
 	if !atZero {
 		return
 	}
+	// What is left and not even deleting, one line per kind: a node with its pods,
+	// a claim with its node, an instance with its claim (unless that claim is
+	// deleting, and so reported as stuck).
+	var nodes, claims, instances []string
 	for _, n := range inv.nodes {
 		if n.DeletionTimestamp == nil {
-			e.t.Errorf("node %s left at zero (not deleting), pods: %s", n.Name, e.podsOn(ctx, n.Name))
+			nodes = append(nodes, fmt.Sprintf("%s (pods: %s)", n.Name, e.podsOn(ctx, n.Name)))
 		}
 	}
+	deleting := map[string]bool{}
 	for _, nc := range inv.claims {
+		deleting[nc.Name] = nc.DeletionTimestamp != nil
 		if nc.DeletionTimestamp == nil {
-			e.t.Errorf("nodeclaim %s left at zero (not deleting), node %q", nc.Name, nc.Status.NodeName)
+			claims = append(claims, fmt.Sprintf("%s (node %s)", nc.Name, nc.Status.NodeName))
 		}
 	}
 	for _, inst := range inv.instances {
-		e.t.Errorf("instance %s left at zero: nodeclaim %s, node %q", inst.Name, inst.Spec.NodeClaim, inst.Status.NodeName)
+		if !deleting[inst.Spec.NodeClaim] {
+			instances = append(instances, fmt.Sprintf("%s (nodeclaim %s)", inst.Name, inst.Spec.NodeClaim))
+		}
+	}
+	for _, k := range []struct {
+		kind string
+		left []string
+	}{{"nodes", nodes}, {"nodeclaims", claims}, {"instances", instances}} {
+		if len(k.left) > 0 {
+			e.t.Errorf("%d %s left at zero, not deleting: %s", len(k.left), k.kind, strings.Join(k.left, ", "))
+		}
 	}
 }
 
-// claimsPerInstanceExact polls, for up to a garbage collection's grace and
+// claimsMatchInstances polls, for up to a garbage collection's grace and
 // interval, until each claim has one instance and each instance one claim.
 func (e *env) claimsMatchInstances(what string) bool {
 	e.t.Helper()
-	return e.eventually(what, 90*time.Second, func(ctx context.Context) (bool, string) {
+	return e.poll(what, 90*time.Second, func(ctx context.Context) (bool, string) {
 		inv, err := e.inventory(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -516,10 +579,10 @@ func (e *env) claimsMatchInstances(what string) bool {
 		}
 		bad = append(bad, inv.leaked()...)
 		if len(bad) > 0 {
-			return false, strings.Join(bad[:min(len(bad), 5)], "; ")
+			return false, fmt.Sprintf("%d wrong: %s", len(bad), strings.Join(bad[:min(len(bad), 5)], "; "))
 		}
 		return true, ""
-	})
+	}, true)
 }
 
 // controller is a tailor controller process.
@@ -700,7 +763,7 @@ func rssMiB(pid int) int {
 }
 
 // formatCounts renders a map as "k1 v1, k2 v2" in key order.
-func formatCounts[V int | float64](m map[string]V) string {
+func formatCounts[V int | float64 | string](m map[string]V) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %v", k, m[k]))

@@ -49,11 +49,12 @@ func TestKillCycles(t *testing.T) {
 		}
 		started := time.Now()
 		c := e.startController(fmt.Sprintf("cycle-%03d", i+1), false)
-		// Kill it at work: once its caches are synced and a claim is launching or
-		// terminating (or after 15s regardless), at a random moment of the next 3s.
-		busy := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		// Kill it at work: once its caches are synced and a claim is launching (up
+		// cycles) or terminating (down cycles), or after 8s regardless, at a random
+		// moment of the next 3s.
+		busy := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 8*time.Second, true, func(ctx context.Context) (bool, error) {
 			launching, terminating := e.inFlight(ctx)
-			return launching+terminating > 0 && c.ready(), nil
+			return c.ready() && ((up && launching > 0) || (!up && terminating > 0)), nil
 		}) == nil
 		after := time.Duration(e.rng.Int64N(int64(3 * time.Second)))
 		select {
@@ -73,6 +74,7 @@ func TestKillCycles(t *testing.T) {
 			i+1, pods, deleted, time.Since(started).Seconds(), after.Seconds(), busy, launching, terminating)
 	}
 	t.Logf("kill -9: %d cycles, %d during a launch, %d during a termination", suite.killCycles, duringLaunch, duringTermination)
+	e.note("kill -9: %d cycles, %d during a launch, %d during a termination", suite.killCycles, duringLaunch, duringTermination)
 
 	e.startController("final", false)
 	scaleTo(suite.killPods / 2)

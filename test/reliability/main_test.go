@@ -7,8 +7,10 @@
 //
 // By default the suites run at CI size (a few minutes in all, a fixed seed);
 // TAILOR_RELIABILITY=full runs them at full size (1,000 pods, 100 kill cycles, an
-// hour of soak; a random seed). TAILOR_RELIABILITY_SEED fixes the seed, and
-// TAILOR_RELIABILITY_LOGS=DIR keeps the controllers' logs there.
+// hour of soak; a random seed). TAILOR_RELIABILITY_SEED fixes the seed,
+// TAILOR_RELIABILITY_LOGS=DIR keeps the controllers' logs there, and
+// TAILOR_RELIABILITY_BIN=PATH runs that tailor binary instead of building one
+// (an older build, to see a suite catch what it was written for).
 package reliability
 
 import (
@@ -43,10 +45,10 @@ type size struct {
 
 var (
 	ci = size{name: "ci", faultPods: 150, faultRate: 0.15, killCycles: 8, killPods: 60,
-		failoverRounds: 1, failoverPods: 12, soak: 90 * time.Second, soakPods: 60, soakScaleEvery: 8 * time.Second,
+		failoverRounds: 1, failoverPods: 12, soak: 90 * time.Second, soakPods: 90, soakScaleEvery: 5 * time.Second,
 		deadline: 3 * time.Minute}
 	full = size{name: "full", faultPods: 1000, faultRate: 0.15, killCycles: 100, killPods: 1000,
-		failoverRounds: 5, failoverPods: 40, soak: time.Hour, soakPods: 400, soakScaleEvery: 20 * time.Second,
+		failoverRounds: 5, failoverPods: 40, soak: time.Hour, soakPods: 400, soakScaleEvery: 15 * time.Second,
 		deadline: 15 * time.Minute}
 )
 
@@ -87,6 +89,9 @@ func run(m *testing.M) int {
 		seed = s
 	}
 	logDir = os.Getenv("TAILOR_RELIABILITY_LOGS")
+	if tailorBin = os.Getenv("TAILOR_RELIABILITY_BIN"); tailorBin != "" {
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "tailor-reliability-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,9 @@ type Controller struct {
 	clock    clock.Clock
 	backoff  *evictionBackoff
 	tainted  *taintedNodes
+	// unclaimed holds the UIDs of deleting Nodes a live read found no claim for,
+	// so their later drain passes trust the cache.
+	unclaimed sync.Map
 }
 
 // NewController returns the controller. kube is the manager's (cached) client,
@@ -133,7 +137,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
-		wait, err := c.drainNode(ctx, node, deadline(node, nc.Spec.TerminationGracePeriod))
+		wait, err := c.drainNode(ctx, node, claimDeadline(nc, node))
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -209,6 +213,7 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	c.tainted.forget(node.UID)
+	c.unclaimed.Delete(node.UID)
 	log.FromContext(ctx).Info("released a node without a nodeclaim", "node", node.Name, "providerID", node.Spec.ProviderID)
 	return reconcile.Result{}, nil
 }
@@ -227,10 +232,17 @@ func (c *Controller) claimed(ctx context.Context, node *corev1.Node) (bool, erro
 	if len(claims.Items) > 0 {
 		return true, nil
 	}
+	if _, ok := c.unclaimed.Load(node.UID); ok {
+		return false, nil
+	}
 	if err := c.live.List(ctx, claims); err != nil {
 		return false, fmt.Errorf("looking for the nodeclaim of node %s: %w", node.Name, err)
 	}
-	return slices.ContainsFunc(claims.Items, func(nc v1.NodeClaim) bool { return nc.Status.ProviderID == node.Spec.ProviderID }), nil
+	if slices.ContainsFunc(claims.Items, func(nc v1.NodeClaim) bool { return nc.Status.ProviderID == node.Spec.ProviderID }) {
+		return true, nil
+	}
+	c.unclaimed.Store(node.UID, struct{}{})
+	return false, nil
 }
 
 // poolOf returns the NodePool the node's karpenter.sh/nodepool label names, or nil.
@@ -257,6 +269,22 @@ func deadline(node *corev1.Node, tgp *metav1.Duration) *time.Time {
 	}
 	t := node.DeletionTimestamp.Add(tgp.Duration)
 	return &t
+}
+
+// claimDeadline is the earlier of the node's terminationGracePeriod deadline and
+// the claim's karpenter.sh/nodeclaim-termination-timestamp annotation: node repair
+// sets that annotation to the moment it gives a broken node up, so nothing on it is
+// waited for.
+func claimDeadline(nc *v1.NodeClaim, node *corev1.Node) *time.Time {
+	until := deadline(node, nc.Spec.TerminationGracePeriod)
+	at, err := time.Parse(time.RFC3339, nc.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey])
+	if err != nil {
+		return until
+	}
+	if until == nil || at.Before(*until) {
+		return &at
+	}
+	return until
 }
 
 // drainNode takes one step of a node's drain and returns how long to wait before

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,6 +58,7 @@ func run(m *testing.M) int {
 	}
 	defer stop()
 	direct = k
+	ctrl.SetLogger(logr.Discard())
 	scheme, err := kubescheme.New()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -432,6 +434,9 @@ func TestOtherProvidersClaimIsLeftAlone(t *testing.T) {
 	})
 	e.passes(5, e.c.Reconcile, nc.Name)
 	e.passes(5, e.c.ReconcileNode, node.Name)
+	if gone(t.Context(), node) || gone(t.Context(), nc) {
+		t.Fatal("the claim or its node was released")
+	}
 	if got := e.fresh(nc); !controllerutil.ContainsFinalizer(got, v1.TerminationFinalizer) {
 		t.Error("the claim lost its finalizer")
 	}
@@ -474,7 +479,10 @@ func TestEmptyNodeWaitsForTheTaintToSettle(t *testing.T) {
 		if _, err := e.c.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(nc)}); err != nil {
 			t.Fatal(err)
 		}
-		n := e.fresh(node).(*corev1.Node)
+		n := &corev1.Node{}
+		if err := direct.Get(ctx, client.ObjectKeyFromObject(node), n); err != nil {
+			t.Fatalf("the node went the moment it was tainted: %v", err)
+		}
 		return slices.ContainsFunc(n.Spec.Taints, isDisruptedTaint)
 	})
 	if !e.instanceExists(nc.Status.ProviderID) {

@@ -178,3 +178,35 @@ func TestBlockingAttachments(t *testing.T) {
 		t.Errorf("no attachments: %v", got)
 	}
 }
+
+func TestClaimDeadline(t *testing.T) {
+	deleted := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", DeletionTimestamp: &metav1.Time{Time: deleted}}}
+	hour := &metav1.Duration{Duration: time.Hour}
+	at := func(t time.Time) map[string]string {
+		return map[string]string{v1.NodeClaimTerminationTimestampAnnotationKey: t.Format(time.RFC3339)}
+	}
+	for _, tc := range []struct {
+		name        string
+		tgp         *metav1.Duration
+		annotations map[string]string
+		want        *time.Time
+	}{
+		{name: "no grace period, no annotation: no deadline"},
+		{name: "grace period", tgp: hour, want: ptr.To(deleted.Add(time.Hour))},
+		{name: "repair's annotation comes first", tgp: hour, annotations: at(deleted), want: ptr.To(deleted)},
+		{name: "annotation without a grace period", annotations: at(deleted.Add(time.Minute)), want: ptr.To(deleted.Add(time.Minute))},
+		{name: "grace period comes first", tgp: hour, annotations: at(deleted.Add(2 * time.Hour)), want: ptr.To(deleted.Add(time.Hour))},
+		{name: "unreadable annotation is ignored", tgp: hour,
+			annotations: map[string]string{v1.NodeClaimTerminationTimestampAnnotationKey: "soon"}, want: ptr.To(deleted.Add(time.Hour))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Annotations: tc.annotations}}
+			nc.Spec.TerminationGracePeriod = tc.tgp
+			got := claimDeadline(nc, node)
+			if (got == nil) != (tc.want == nil) || (got != nil && !got.Equal(*tc.want)) {
+				t.Fatalf("claimDeadline = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -18,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -113,14 +115,41 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, clk cl
 	return &Controller{kube: kube, cloud: cloud, clock: clk, failures: map[string]Failure{}, written: map[string]metav1.Condition{}}
 }
 
-// Register adds the controller to mgr: claims' events reconcile their NodePool.
+// Register adds the controller to mgr: a claim created, deleted, registered or
+// given up reconciles its NodePool.
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, r := range c.Observe(o.(*v1.NodeClaim)) {
+			q.Add(r)
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("nodepool.registrationhealth").
 		For(&v1.NodePool{}).
-		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return c.Observe(o.(*v1.NodeClaim))
-		})).
+		Watches(&v1.NodeClaim{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				enqueue(e.Object, q)
+			},
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if outcomeChanged(e.ObjectOld.(*v1.NodeClaim), e.ObjectNew.(*v1.NodeClaim)) {
+					enqueue(e.ObjectNew, q)
+				}
+			},
+			DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if nc, ok := e.Object.(*v1.NodeClaim); ok {
+					enqueue(nc, q)
+				}
+			},
+		}).
 		Complete(c)
+}
+
+// outcomeChanged reports a claim that registered, or was given up, in this update:
+// its other updates (pod events, its node's) say nothing new of the NodePool.
+func outcomeChanged(old, updated *v1.NodeClaim) bool {
+	_, failedBefore := FailureOf(old)
+	_, failedNow := FailureOf(updated)
+	return failedBefore != failedNow || meta.IsStatusConditionTrue(old.Status.Conditions, v1.ConditionTypeRegistered) !=
+		meta.IsStatusConditionTrue(updated.Status.Conditions, v1.ConditionTypeRegistered)
 }
 
 // Observe notes what a claim says of its NodePool's registration health, and names

@@ -198,3 +198,28 @@ func TestNodeRegistrationHealthy(t *testing.T) {
 		t.Errorf("observed generation %d, want %d", got.ObservedGeneration, stored.Generation)
 	}
 }
+
+// Only a claim's registration, or its being given up, reconciles its NodePool.
+func TestOutcomeChanged(t *testing.T) {
+	with := func(conds ...metav1.Condition) *v1.NodeClaim {
+		return &v1.NodeClaim{Status: v1.NodeClaimStatus{Conditions: conds}}
+	}
+	launched := metav1.Condition{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue}
+	registered := metav1.Condition{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionTrue}
+	lost := metav1.Condition{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionFalse, Reason: lifecycle.ReasonRegistrationTimedOut}
+	podEvent := with(launched, registered)
+	podEvent.Status.LastPodEventTime = metav1.Now()
+	for _, tt := range []struct {
+		name         string
+		old, updated *v1.NodeClaim
+		want         bool
+	}{
+		{"registered", with(launched), with(launched, registered), true},
+		{"given up", with(launched), with(launched, lost), true},
+		{"a pod event", with(launched, registered), podEvent, false},
+	} {
+		if got := outcomeChanged(tt.old, tt.updated); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,388 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+)
+
+// guarded is a Deployment under a PodDisruptionBudget: at most maxUnavailable of
+// its replicas may be unhealthy because of a disruption.
+type guarded struct {
+	name                     string
+	replicas, maxUnavailable int
+	cpu, mem                 string
+	// baseline: the Deployment was fully healthy once; from then on a shortfall
+	// beyond the budget is a violation.
+	baseline bool
+}
+
+// TestSoak scales Deployments up and down at random across three NodePools (with
+// weights and cpu limits) for suite.soak, with consolidation on, beside
+// Deployments under PodDisruptionBudgets and one of karpenter.sh/do-not-disrupt
+// pods, all at fixed sizes. Every second it checks each NodePool's launched
+// capacity against its limit, the PDB-covered Deployments' healthy pods against
+// their budgets, that no do-not-disrupt pod went, and reads the controller's
+// resident memory and goroutines. At the end: no overrun, no violation, memory and
+// goroutines flat (the last quarter's median against the second's), and after
+// scaling to zero, nothing leaked or stuck.
+func TestSoak(t *testing.T) {
+	e := newEnv(t, 4)
+	limits := map[string]string{"small-spot": "16", "general": "32", "fallback": "64"}
+	e.create(simNodeClass(0),
+		nodePool("small-spot", func(np *v1.NodePool) {
+			np.Spec.Weight = ptr(int32(50))
+			np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse(limits["small-spot"])}
+			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+				requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, "spot"),
+				requirement("karpenter.k8s.aws/instance-cpu", v1.NodeSelectorOpIn, "2", "4")}
+			np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "30%"}}
+		}),
+		nodePool("general", func(np *v1.NodePool) {
+			np.Spec.Weight = ptr(int32(20))
+			np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse(limits["general"])}
+			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+				requirement("karpenter.k8s.aws/instance-category", v1.NodeSelectorOpIn, "c", "m"),
+				requirement("karpenter.k8s.aws/instance-cpu", v1.NodeSelectorOpLte, "8")}
+			np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "30%"}}
+		}),
+		nodePool("fallback", func(np *v1.NodePool) {
+			np.Spec.Weight = ptr(int32(1))
+			np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse(limits["fallback"])}
+			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+				requirement("karpenter.k8s.aws/instance-cpu", v1.NodeSelectorOpLte, "16")}
+		}),
+		daemonSet("agent"))
+	guardedDeployments := []*guarded{
+		{name: "web", replicas: 6, maxUnavailable: 1, cpu: "250m", mem: "256Mi"},
+		{name: "api", replicas: 4, maxUnavailable: 1, cpu: "500m", mem: "512Mi"},
+	}
+	for _, g := range guardedDeployments {
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: g.name, Namespace: "default"}, Spec: policyv1.PodDisruptionBudgetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": g.name}}}}
+		if g.name == "web" {
+			pdb.Spec.MaxUnavailable = ptr(intstr.FromInt32(int32(g.maxUnavailable)))
+		} else {
+			pdb.Spec.MinAvailable = ptr(intstr.FromInt32(int32(g.replicas - g.maxUnavailable)))
+		}
+		e.create(pdb, deployment(g.name, g.replicas, g.cpu, g.mem))
+	}
+	const pinnedReplicas = 3
+	e.create(deployment("pinned", pinnedReplicas, "200m", "128Mi", func(d *appsv1.Deployment) {
+		d.Spec.Template.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	}))
+	batches := []string{"batch-a", "batch-b", "batch-c"}
+	e.create(deployment(batches[0], 0, "500m", "1Gi"), deployment(batches[1], 0, "1", "2Gi"), deployment(batches[2], 0, "250m", "256Mi"))
+	refused := e.countEvents("FailedEviction")
+	ctrl := e.startController("soak", false)
+	if !e.eventually("soak: the fixed Deployments running", suite.deadline, e.podsRunning) {
+		return
+	}
+
+	t.Logf("soak: %s of random scaling (a batch Deployment to 0-%d pods every %s), limits cpu %s", suite.soak, suite.soakPods/len(batches),
+		suite.soakScaleEvery, formatCounts(limits))
+	var (
+		overruns     = newEpisodes()
+		peak         = map[string]float64{}
+		violations   = newEpisodes()
+		pinnedGone   = map[string]string{}
+		pinnedSeen   = map[string]bool{}
+		rss          []float64
+		goroutines   []float64
+		scaleChanges int
+	)
+	start := time.Now()
+	nextScale := start
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for time.Since(start) < suite.soak {
+		select {
+		case <-tick.C:
+		case <-t.Context().Done():
+			return
+		}
+		ctx := t.Context()
+		now := time.Now()
+		if !now.Before(nextScale) {
+			name := batches[e.rng.IntN(len(batches))]
+			e.scale(name, e.rng.IntN(suite.soakPods/len(batches)+1))
+			scaleChanges++
+			nextScale = now.Add(suite.soakScaleEvery)
+		}
+		// Launched capacity per NodePool: the cloud's instances, draining or not.
+		used, instances, err := e.launchedCPU(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pool, limit := range limits {
+			l := resource.MustParse(limit)
+			peak[pool] = max(peak[pool], used[pool])
+			if used[pool] > l.AsApproximateFloat64() {
+				overruns.bad("nodepool "+pool, now, used[pool], fmt.Sprintf("%.1f cpu launched, limit %s: %s", used[pool], limit, strings.Join(instances[pool], ", ")))
+			} else {
+				overruns.good("nodepool " + pool)
+			}
+		}
+		// PodDisruptionBudgets, from the pods.
+		for _, g := range guardedDeployments {
+			healthy, unhealthy, err := e.healthyPods(ctx, g.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if healthy == g.replicas {
+				g.baseline = true
+			}
+			if g.baseline && healthy < g.replicas-g.maxUnavailable {
+				violations.bad("deployment "+g.name, now, float64(g.replicas-healthy), fmt.Sprintf("%d of %d pods healthy, the PDB allows %d unavailable; unhealthy: %s",
+					healthy, g.replicas, g.maxUnavailable, strings.Join(unhealthy, ", ")))
+			} else {
+				violations.good("deployment " + g.name)
+			}
+		}
+		// do-not-disrupt pods: the Deployment never changes size, so none may go.
+		pods := &corev1.PodList{}
+		if err := e.cached.List(ctx, pods, client.MatchingLabels{"app": "pinned"}); err != nil {
+			t.Fatal(err)
+		}
+		present := map[string]bool{}
+		for _, p := range pods.Items {
+			uid := string(p.UID)
+			present[uid] = true
+			pinnedSeen[uid] = true
+			if p.DeletionTimestamp != nil && pinnedGone[uid] == "" {
+				pinnedGone[uid] = fmt.Sprintf("%s pod %s (node %s) deleted", now.Format("15:04:05"), p.Name, p.Spec.NodeName)
+			}
+		}
+		for uid := range pinnedSeen {
+			if !present[uid] && pinnedGone[uid] == "" {
+				pinnedGone[uid] = fmt.Sprintf("%s pod uid %s gone", now.Format("15:04:05"), uid)
+			}
+		}
+		// The controller's resident memory and goroutines.
+		if r := rssMiB(ctrl.pid()); r >= 0 {
+			rss = append(rss, float64(r))
+		}
+		if families, err := ctrl.metrics(); err == nil {
+			goroutines = append(goroutines, sum(families, "go_goroutines", nil))
+		}
+		if !ctrl.running() {
+			t.Fatalf("the controller exited during the soak")
+		}
+	}
+
+	t.Logf("soak: %d samples over %s, %d scale changes, %d instances launched in all; peak launched cpu per NodePool: %s",
+		len(rss), suite.soak, scaleChanges, e.track.instancesSeen(), formatCounts(peak))
+	t.Logf("soak: limit overruns: %d samples in %d episodes", overruns.samples(), len(overruns.all()))
+	for _, o := range overruns.all() {
+		t.Errorf("limit overrun: %s", o)
+	}
+	t.Logf("soak: PDB violations: %d samples in %d episodes; evictions the Eviction API refused (FailedEviction events): %d",
+		violations.samples(), len(violations.all()), refused.total())
+	for _, v := range violations.all() {
+		t.Errorf("PDB violation: %s", v)
+	}
+	t.Logf("soak: do-not-disrupt pods disrupted: %d of %d seen", len(pinnedGone), len(pinnedSeen))
+	e.note("soak: %d samples, %d scale changes, %d instances launched; peak cpu per NodePool %s (limits %s)",
+		len(rss), scaleChanges, e.track.instancesSeen(), formatCounts(peak), formatCounts(limits))
+	e.note("soak: limit overruns %d samples; PDB violations %d samples; evictions refused %d; do-not-disrupt pods disrupted %d",
+		overruns.samples(), violations.samples(), refused.total(), len(pinnedGone))
+	for _, g := range slices.Sorted(maps.Values(pinnedGone)) {
+		t.Errorf("do-not-disrupt pod disrupted: %s", g)
+	}
+	e.flat("resident memory (MiB)", rss, 1.5, 32)
+	e.flat("goroutines", goroutines, 1.5, 50)
+
+	for _, name := range append(batches, "web", "api", "pinned") {
+		e.scale(name, 0)
+	}
+	e.settleToZero("after the soak, scaled to zero: every node, nodeclaim and instance gone")
+}
+
+// launchedCPU sums, per NodePool, the cpu capacity of the cloud's instances, and
+// describes them: type, cpu, and whether their claim is being deleted.
+func (e *env) launchedCPU(ctx context.Context) (map[string]float64, map[string][]string, error) {
+	instances := &v1alpha1.SimInstanceList{}
+	claims := &v1.NodeClaimList{}
+	if err := e.cached.List(ctx, instances); err != nil {
+		return nil, nil, err
+	}
+	if err := e.cached.List(ctx, claims); err != nil {
+		return nil, nil, err
+	}
+	deleting := map[string]bool{}
+	for _, nc := range claims.Items {
+		deleting[nc.Name] = nc.DeletionTimestamp != nil
+	}
+	used, described := map[string]float64{}, map[string][]string{}
+	for _, inst := range instances.Items {
+		it, ok := e.types[inst.Spec.InstanceType]
+		if !ok {
+			return nil, nil, fmt.Errorf("instance %s: type %s is not in the catalog", inst.Name, inst.Spec.InstanceType)
+		}
+		pool, cpu := inst.Labels[v1.NodePoolLabelKey], it.Capacity.Cpu().AsApproximateFloat64()
+		used[pool] += cpu
+		d := fmt.Sprintf("%s %s %g cpu", inst.Name, it.Name, cpu)
+		if deleting[inst.Spec.NodeClaim] {
+			d += " (nodeclaim deleting)"
+		}
+		described[pool] = append(described[pool], d)
+	}
+	return used, described, nil
+}
+
+// episodes groups a condition's bad samples into runs of consecutive samples,
+// each reported once, with its worst sample.
+type episodes struct {
+	open map[string]*episode
+	done []*episode
+}
+
+type episode struct {
+	key      string
+	from, to time.Time
+	samples  int
+	worst    float64
+	detail   string
+}
+
+func newEpisodes() *episodes { return &episodes{open: map[string]*episode{}} }
+
+// bad records a bad sample of key; the one with the highest severity is kept.
+func (es *episodes) bad(key string, at time.Time, severity float64, detail string) {
+	ep := es.open[key]
+	if ep == nil {
+		ep = &episode{key: key, from: at, worst: severity, detail: detail}
+		es.open[key] = ep
+		es.done = append(es.done, ep)
+	}
+	ep.to = at
+	ep.samples++
+	if severity > ep.worst {
+		ep.worst, ep.detail = severity, detail
+	}
+}
+
+// good ends key's episode, if one is open.
+func (es *episodes) good(key string) { delete(es.open, key) }
+
+func (es *episodes) all() []*episode { return es.done }
+
+func (es *episodes) samples() int {
+	n := 0
+	for _, ep := range es.done {
+		n += ep.samples
+	}
+	return n
+}
+
+func (ep *episode) String() string {
+	return fmt.Sprintf("%s, %s to %s (%d samples); at the worst: %s", ep.key, ep.from.Format("15:04:05"), ep.to.Format("15:04:05"), ep.samples, ep.detail)
+}
+
+// healthyPods counts a Deployment's pods as a PodDisruptionBudget does: Ready and
+// not being deleted; it describes the others.
+func (e *env) healthyPods(ctx context.Context, app string) (int, []string, error) {
+	pods := &corev1.PodList{}
+	if err := e.cached.List(ctx, pods, client.MatchingLabels{"app": app}); err != nil {
+		return 0, nil, err
+	}
+	healthy := 0
+	var others []string
+	for _, p := range pods.Items {
+		ready := false
+		for _, c := range p.Status.Conditions {
+			ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		}
+		switch {
+		case p.DeletionTimestamp == nil && ready:
+			healthy++
+		case p.DeletionTimestamp != nil:
+			others = append(others, fmt.Sprintf("%s deleting (node %s)", p.Name, p.Spec.NodeName))
+		default:
+			others = append(others, fmt.Sprintf("%s %s (node %q)", p.Name, p.Status.Phase, p.Spec.NodeName))
+		}
+	}
+	return healthy, others, nil
+}
+
+// flat checks that the last quarter's median of samples is at most factor times
+// the second quarter's plus slack, and logs the quarters.
+func (e *env) flat(what string, samples []float64, factor, slack float64) {
+	t := e.t
+	t.Helper()
+	if len(samples) < 8 {
+		t.Errorf("%s: %d samples, too few to tell", what, len(samples))
+		return
+	}
+	n := len(samples)
+	q := func(i int) float64 { return median(samples[i*n/4 : (i+1)*n/4]) }
+	peak := slices.Max(samples)
+	t.Logf("soak: %s, medians by quarter: %.0f, %.0f, %.0f, %.0f; peak %.0f", what, q(0), q(1), q(2), q(3), peak)
+	e.note("soak: %s, medians by quarter %.0f, %.0f, %.0f, %.0f; peak %.0f", what, q(0), q(1), q(2), q(3), peak)
+	if q(3) > factor*q(1)+slack {
+		t.Errorf("%s grew: the last quarter's median %.0f is above %.1f × the second quarter's %.0f + %.0f", what, q(3), factor, q(1), slack)
+	}
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// eventCounter counts the Events with one reason the test's informer sees, each
+// at its highest count (the recorder folds repeats into one Event): Events expire
+// after an hour, the counter keeps them.
+type eventCounter struct {
+	mu     sync.Mutex
+	counts map[string]int32
+}
+
+func (c *eventCounter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.counts {
+		n += int(v)
+	}
+	return n
+}
+
+func (e *env) countEvents(reason string) *eventCounter {
+	e.t.Helper()
+	c := &eventCounter{counts: map[string]int32{}}
+	see := func(o any) {
+		ev, ok := o.(*corev1.Event)
+		if !ok || ev.Reason != reason {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.counts[string(ev.UID)] = max(c.counts[string(ev.UID)], ev.Count, 1)
+	}
+	informer, err := e.informers.GetInformer(e.t.Context(), &corev1.Event{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, o any) { see(o) }}); err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}

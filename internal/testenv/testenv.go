@@ -4,6 +4,8 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -51,4 +53,18 @@ func BuildTailor(t *testing.T) string {
 		t.Fatalf("building tailor: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// RunWithAPIServer is a package's TestMain when its tests share one API server (no
+// scheduler, controller-manager or kwok): it starts one, sets *kube to a client of
+// it, runs the tests and stops it, and returns the exit code.
+func RunWithAPIServer(m *testing.M, kube *client.Client) int {
+	_, k, stop, err := Start(localcluster.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	*kube = k
+	return m.Run()
 }

@@ -15,10 +15,20 @@ type room struct{ cpu, mem, pods int64 }
 
 func (r room) fits(in room) bool { return r.cpu <= in.cpu && r.mem <= in.mem && r.pods <= in.pods }
 
-func (r room) plus(o room) room { return room{r.cpu + o.cpu, r.mem + o.mem, r.pods + o.pods} }
+// plus adds within ±MaxQuantity: the amounts are saturated, and so is their sum.
+func (r room) plus(o room) room {
+	add := func(a, b int64) int64 {
+		return min(max(a+b, -scheduling.MaxQuantity), scheduling.MaxQuantity)
+	}
+	return room{add(r.cpu, o.cpu), add(r.mem, o.mem), add(r.pods, o.pods)}
+}
 
+// roomOf reads the amounts saturated, as the engine does: a Quantity's own
+// MilliValue wraps past int64, and 1e16 cpu would read as 0.
 func roomOf(l corev1.ResourceList) room {
-	return room{l.Cpu().MilliValue(), l.Memory().Value(), l.Pods().Value()}
+	return room{scheduling.QuantityValue(corev1.ResourceCPU, l[corev1.ResourceCPU]),
+		scheduling.QuantityValue(corev1.ResourceMemory, l[corev1.ResourceMemory]),
+		scheduling.QuantityValue(corev1.ResourcePods, l[corev1.ResourcePods])}
 }
 
 // offer is an instance type a pool could replace a node with, at its price.

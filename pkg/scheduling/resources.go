@@ -127,7 +127,7 @@ func (x *ResourceIndex) Vector(list corev1.ResourceList) Resources {
 	var more []int64
 	for _, name := range sortedNames(list) {
 		i := x.position(name, true)
-		v := quantityValue(name, list[name])
+		v := QuantityValue(name, list[name])
 		if i < fastResources {
 			r.fast[i] = v
 			continue
@@ -184,10 +184,10 @@ var (
 	minUnitQuantity  = *resource.NewQuantity(-MaxQuantity, resource.DecimalSI)
 )
 
-// quantityValue reads q in the vector's unit. Quantity's own MilliValue and Value
-// wrap around past int64 (1e16 cpu reads as 0 millicores), so amounts beyond
-// ±MaxQuantity are compared first and saturate.
-func quantityValue(name corev1.ResourceName, q resource.Quantity) int64 {
+// QuantityValue reads q in the vector's unit (cpu in millicores). Quantity's own
+// MilliValue and Value wrap around past int64 (1e16 cpu reads as 0 millicores), so
+// amounts beyond ±MaxQuantity are compared first and saturate.
+func QuantityValue(name corev1.ResourceName, q resource.Quantity) int64 {
 	hi, lo := maxUnitQuantity, minUnitQuantity
 	if name == corev1.ResourceCPU {
 		hi, lo = maxMilliQuantity, minMilliQuantity

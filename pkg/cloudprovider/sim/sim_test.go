@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -18,24 +17,13 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
-	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 )
 
 var kube client.Client
 
-func TestMain(m *testing.M) {
-	_, k, stop, err := testenv.Start(localcluster.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	kube = k
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
 
 func nodeClass(t *testing.T, name string, mutate func(*v1alpha1.SimNodeClass)) *v1alpha1.SimNodeClass {
 	t.Helper()

@@ -62,13 +62,16 @@ type Provisioner struct {
 	// refused says the last batch held claims back at a limit: the pods are still
 	// pending, and nothing else may wake the provisioner for them.
 	refused bool
+	// warned holds the plan warnings already logged (a bad DaemonSet or NodePool
+	// the solve left out), so each is logged once, not on every batch.
+	warned map[string]bool
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
 func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{kube: kube, cluster: cluster, types: instanceTypes, recorder: recorder, clock: clk, opts: opts,
 		trigger: make(chan struct{}, 1), wake: make(chan struct{}, 1), batched: map[types.UID]bool{}, waiting: map[types.UID]bool{},
-		nominated: nominations{}}
+		nominated: nominations{}, warned: map[string]bool{}}
 }
 
 // Trigger says pods may need nodes (a claim went away, a node is going); it never
@@ -250,6 +253,12 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	for _, f := range plan.Unschedulable {
 		p.recorder.Eventf(f.Pod, corev1.EventTypeWarning, "FailedScheduling", "No NodePool can provision a node for this pod: %s", f.Reason)
+	}
+	for _, w := range plan.Warnings {
+		if !p.warned[w] {
+			p.warned[w] = true
+			log.FromContext(ctx).Info("planned without part of the input", "warning", w)
+		}
 	}
 	created = slices.DeleteFunc(created, func(nc *v1.NodeClaim) bool { return nc == nil })
 	if len(created) > 0 {

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
@@ -25,17 +24,7 @@ import (
 
 var kube client.Client
 
-func TestMain(m *testing.M) {
-	_, k, stop, err := testenv.Start(localcluster.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	kube = k
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
 
 // hold keeps a deleted claim around, as termination's finalizer would, so the test
 // can read what repair wrote on it.

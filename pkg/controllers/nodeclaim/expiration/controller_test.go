@@ -1,7 +1,6 @@
 package expiration
 
 import (
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
@@ -21,17 +19,7 @@ import (
 
 var kube client.Client
 
-func TestMain(m *testing.M) {
-	_, k, stop, err := testenv.Start(localcluster.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	kube = k
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
 
 // An expired claim is deleted; an expired claim of a NodeClass the provider does not
 // launch from (Karpenter's, during a cut-over) is its own controller's to expire.

@@ -3,7 +3,6 @@ package garbagecollection
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
@@ -27,17 +25,7 @@ import (
 
 var kube client.Client
 
-func TestMain(m *testing.M) {
-	_, k, stop, err := testenv.Start(localcluster.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	kube = k
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
 
 // isolate removes the test's claims and Nodes when it ends: a collection reads
 // every claim, and fake providers number their instances alike.

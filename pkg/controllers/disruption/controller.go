@@ -12,8 +12,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -201,7 +203,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		return fmt.Errorf("%s: %w", cmd, why)
 	}
 	for _, cand := range cmd.Candidates {
-		if err := c.setTaint(ctx, cand.Node.Node.Name, true); err != nil {
+		if err := retryWrite(ctx, func() error { return c.setTaint(ctx, cand.Node.Node.Name, true) }); err != nil {
 			return rollback(nil, err)
 		}
 		tainted = append(tainted, cand.Node.Node)
@@ -224,7 +226,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		return rollback(replacements, err)
 	}
 	for _, cand := range cmd.Candidates {
-		if err := c.kube.Delete(ctx, cand.Claim); client.IgnoreNotFound(err) != nil {
+		if err := retryWrite(ctx, func() error { return client.IgnoreNotFound(c.kube.Delete(ctx, cand.Claim)) }); err != nil {
 			return fmt.Errorf("deleting nodeclaim %s: %w", cand.Claim.Name, err)
 		}
 		c.recorder.Eventf(cand.Node.Node, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting Node: %s/%s", cmd.Reason, cmd.Decision())
@@ -294,6 +296,17 @@ func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
 		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, isDisrupted)
 	}
 	return c.kube.Patch(ctx, node, patch)
+}
+
+// retryWrite retries a write that failed for a passing reason (a 5xx, a timeout, a
+// conflict) a few times within about a second and a half. A command writes a taint
+// and a delete per candidate; without retries, one failed write in a hundred-node
+// emptiness command would undo the whole command, and a flaky API server would
+// keep every empty node.
+func retryWrite(ctx context.Context, write func() error) error {
+	return retry.OnError(retry.DefaultBackoff, func(err error) bool {
+		return ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err)
+	}, write)
 }
 
 func isDisrupted(t corev1.Taint) bool {

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +41,7 @@ func run(m *testing.M) int {
 	}
 	defer stop()
 	kube = k
-	for _, ds := range systemDaemonSets() {
+	for _, ds := range testenv.SystemDaemonSets() {
 		if err := kube.Create(ctx, ds); err != nil {
 			fmt.Fprintln(os.Stderr, "creating DaemonSet", ds.Name, err)
 			return 1
@@ -108,33 +105,4 @@ func nodePool(name, nodeClass string, mutate func(*v1.NodePool)) *v1.NodePool {
 		mutate(np)
 	}
 	return np
-}
-
-// systemDaemonSets are what every real cluster runs on each node: a kube-proxy and
-// a log agent, both tolerating every taint (karpenter.sh/disrupted included), so
-// every scenario provisions room for them and has to drain around them.
-func systemDaemonSets() []*appsv1.DaemonSet {
-	ds := func(name, priorityClass, cpu, memory string) *appsv1.DaemonSet {
-		labels := map[string]string{"daemon": name}
-		return &appsv1.DaemonSet{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"},
-			Spec: appsv1.DaemonSetSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{
-						PriorityClassName: priorityClass,
-						Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-						Containers: []corev1.Container{{Name: name, Image: "registry.k8s.io/pause:3.10",
-							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-								corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}},
-					},
-				},
-			},
-		}
-	}
-	return []*appsv1.DaemonSet{
-		ds("kube-proxy", "system-node-critical", "100m", "64Mi"),
-		ds("log-agent", "", "50m", "100Mi"),
-	}
 }

@@ -37,6 +37,9 @@ func TestLeaderFailover(t *testing.T) {
 	e.create(simNodeClass(2*time.Second), nodePool("default", func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 			requirement("karpenter.k8s.aws/instance-cpu", v1.NodeSelectorOpIn, "2")}
+		// Only empty nodes go, so every instance ever launched is one a pod needed:
+		// the count of launches checks for a double launch even if its node is gone.
+		np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
 	}), deployment("one-per-node", 0, "1100m", "1Gi"))
 	leases, err := kubernetes.NewForConfig(e.cluster.Config)
 	if err != nil {
@@ -90,6 +93,9 @@ func TestLeaderFailover(t *testing.T) {
 			return
 		}
 		e.exactlyOneClaimPerPod(want)
+		if seen := e.track.instancesSeen(); seen != want {
+			t.Errorf("round %d: %d instances launched in all for %d one-node pods: a double launch", round, seen, want)
+		}
 	}
 	t.Logf("failover after kill -9: %s (controller-runtime's Lease: 15s duration, 2s retry period)", formatDurations(failovers))
 	e.note("failover after kill -9, kill to the new leader's Lease: %s", formatDurations(failovers))

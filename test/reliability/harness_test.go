@@ -112,6 +112,11 @@ func newEnv(t *testing.T, salt uint64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every suite's nodes run what a real cluster's do: DaemonSets tolerating every
+	// taint, which drains must work around.
+	for _, ds := range testenv.SystemDaemonSets() {
+		e.create(ds)
+	}
 	// Controllers end before the cluster (cleanups run last first); a failed suite
 	// shows the end of the log of each controller still running then.
 	t.Cleanup(func() {

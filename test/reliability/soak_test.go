@@ -91,6 +91,7 @@ func TestSoak(t *testing.T) {
 	batches := []string{"batch-a", "batch-b", "batch-c"}
 	e.create(deployment(batches[0], 0, "500m", "1Gi"), deployment(batches[1], 0, "1", "2Gi"), deployment(batches[2], 0, "250m", "256Mi"))
 	refused := e.countEvents("FailedEviction")
+	removals := e.auditRemovals("web", "api")
 	ctrl := e.startController("soak", false)
 	if !e.eventually("soak: the fixed Deployments running", suite.deadline, e.podsRunning) {
 		return
@@ -198,11 +199,16 @@ func TestSoak(t *testing.T) {
 	for _, v := range violations.all() {
 		t.Errorf("PDB violation: %s", v)
 	}
+	evicted, bypassed := removals.result()
+	t.Logf("soak: PDB-covered pods removed: %d through the Eviction API, %d around it", evicted, len(bypassed))
+	for _, b := range bypassed {
+		t.Errorf("PDB bypassed: %s", b)
+	}
 	t.Logf("soak: do-not-disrupt pods disrupted: %d of %d seen", len(pinnedGone), len(pinnedSeen))
 	e.note("soak: %d samples, %d scale changes, %d instances launched; peak cpu per NodePool %s (limits %s)",
 		len(rss), scaleChanges, e.track.instancesSeen(), formatCounts(peak), formatCounts(limits))
-	e.note("soak: limit overruns %d samples; PDB violations %d samples; evictions refused %d; do-not-disrupt pods disrupted %d",
-		overruns.samples(), violations.samples(), refused.total(), len(pinnedGone))
+	e.note("soak: limit overruns %d samples; PDB violations %d samples; PDB-covered pods evicted %d, removed around the Eviction API %d; evictions refused %d; do-not-disrupt pods disrupted %d",
+		overruns.samples(), violations.samples(), evicted, len(bypassed), refused.total(), len(pinnedGone))
 	for _, g := range slices.Sorted(maps.Values(pinnedGone)) {
 		t.Errorf("do-not-disrupt pod disrupted: %s", g)
 	}
@@ -385,4 +391,66 @@ func (e *env) countEvents(reason string) *eventCounter {
 		e.t.Fatal(err)
 	}
 	return c
+}
+
+// removalAudit records how the pods of PDB-covered Deployments left: the Eviction
+// API marks a pod it evicts with a DisruptionTarget condition (reason
+// EvictionByEvictionAPI) before deleting it, after checking the PDB. A pod deleted
+// without it went around its PDB. The Deployments keep a fixed size, so nothing
+// else has a reason to remove their pods.
+type removalAudit struct {
+	mu       sync.Mutex
+	evicted  map[string]bool
+	bypassed map[string]string
+}
+
+func (e *env) auditRemovals(apps ...string) *removalAudit {
+	e.t.Helper()
+	a := &removalAudit{evicted: map[string]bool{}, bypassed: map[string]string{}}
+	see := func(o any, deleted bool) {
+		if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = tomb.Obj
+		}
+		p, ok := o.(*corev1.Pod)
+		if !ok || !slices.Contains(apps, p.Labels["app"]) || (p.DeletionTimestamp == nil && !deleted) {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		uid := string(p.UID)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
+				a.evicted[uid] = true
+				delete(a.bypassed, uid)
+				return
+			}
+		}
+		if !a.evicted[uid] {
+			why := "no DisruptionTarget condition"
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.DisruptionTarget {
+					why = fmt.Sprintf("DisruptionTarget %s: %s", c.Reason, c.Message)
+				}
+			}
+			a.bypassed[uid] = fmt.Sprintf("%s pod %s on node %s removed (%s)", time.Now().Format("15:04:05"), p.Name, p.Spec.NodeName, why)
+		}
+	}
+	informer, err := e.informers.GetInformer(e.t.Context(), &corev1.Pod{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, o any) { see(o, false) },
+		DeleteFunc: func(o any) { see(o, true) },
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// result is how many pods left through the Eviction API, and the ones that did not.
+func (a *removalAudit) result() (int, []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.evicted), slices.Sorted(maps.Values(a.bypassed))
 }

@@ -48,7 +48,11 @@ func TestKillMidProvisioning(t *testing.T) {
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "web", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}}}
-	for _, o := range []client.Object{nc, np, d} {
+	objs := []client.Object{nc, np, d}
+	for _, ds := range testenv.SystemDaemonSets() {
+		objs = append(objs, ds)
+	}
+	for _, o := range objs {
 		if err := kube.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}

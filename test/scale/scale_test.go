@@ -72,7 +72,12 @@ func TestScale(t *testing.T) {
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 		{Key: "karpenter.k8s.aws/instance-category", Operator: v1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
 		{Key: "karpenter.k8s.aws/instance-generation", Operator: v1.NodeSelectorOpGt, Values: []string{"5"}}}
-	for _, o := range []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, np} {
+	// Real clusters run DaemonSets on every node (kube-proxy, a log agent).
+	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, np}
+	for _, ds := range testenv.SystemDaemonSets() {
+		objs = append(objs, ds)
+	}
+	for _, o := range objs {
 		if err := kube.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +220,7 @@ func progress(t *testing.T, ctx context.Context, kube client.Client) int {
 // wait for is what the phase's tail is made of.
 func logStragglers(t *testing.T, ctx context.Context, kube client.Client) {
 	pods := &corev1.PodList{}
-	if kube.List(ctx, pods) != nil {
+	if kube.List(ctx, pods, client.InNamespace("default")) != nil {
 		return
 	}
 	var left []corev1.Pod
@@ -241,7 +246,7 @@ func logStragglers(t *testing.T, ctx context.Context, kube client.Client) {
 
 func running(ctx context.Context, kube client.Client) int {
 	pods := &corev1.PodList{}
-	if kube.List(ctx, pods) != nil {
+	if kube.List(ctx, pods, client.InNamespace("default")) != nil {
 		return 0
 	}
 	n := 0
@@ -268,7 +273,7 @@ func waitFor(t *testing.T, timeout time.Duration, cond func(context.Context) boo
 func lastPodCreated(ctx context.Context, kube client.Client) time.Time {
 	pods := &corev1.PodList{}
 	var last time.Time
-	if kube.List(ctx, pods) == nil {
+	if kube.List(ctx, pods, client.InNamespace("default")) == nil {
 		for _, p := range pods.Items {
 			if p.CreationTimestamp.After(last) {
 				last = p.CreationTimestamp.Time
@@ -288,7 +293,7 @@ func timeline(t *testing.T, ctx context.Context, kube client.Client, since time.
 	claims := &v1.NodeClaimList{}
 	nodes := &corev1.NodeList{}
 	pods := &corev1.PodList{}
-	if kube.List(ctx, claims) != nil || kube.List(ctx, nodes) != nil || kube.List(ctx, pods) != nil {
+	if kube.List(ctx, claims) != nil || kube.List(ctx, nodes) != nil || kube.List(ctx, pods, client.InNamespace("default")) != nil {
 		return
 	}
 	steps := map[string][]time.Time{}

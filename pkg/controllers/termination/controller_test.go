@@ -321,8 +321,12 @@ func TestPodStuckTerminatingDoesNotHoldTheNode(t *testing.T) {
 	if p.DeletionTimestamp == nil {
 		t.Fatal("the pod was never evicted")
 	}
-	if limit := p.DeletionTimestamp.Add(30 * time.Second); e.clock.Now().Before(limit) {
+	if limit := p.DeletionTimestamp.Time; e.clock.Now().Before(limit) {
 		t.Errorf("terminated at %s, before the pod was stuck (%s)", e.clock.Now(), limit)
+	}
+	// Not as long again: past its grace period the pod is not waited for.
+	if late := p.DeletionTimestamp.Add(15 * time.Second); e.clock.Now().After(late) {
+		t.Errorf("terminated at %s, well after the pod's grace period ended (%s)", e.clock.Now(), p.DeletionTimestamp.Time)
 	}
 }
 

@@ -42,7 +42,8 @@ const (
 // then system-critical ones, then DaemonSet pods, then critical DaemonSet pods.
 // Pods the drain leaves alone (see Ignored) are neither evicted nor waited for.
 // Pods annotated karpenter.sh/do-not-disrupt are waited on, not evicted, until the
-// grace period expires; then everything left is deleted at once.
+// terminationGracePeriod expires; then everything left is deleted at once and
+// nothing is waited for any more.
 func PlanDrain(pods []corev1.Pod, now time.Time, expired bool) Drain {
 	var d Drain
 	var byTier [tiers][]*corev1.Pod
@@ -58,7 +59,9 @@ func PlanDrain(pods []corev1.Pod, now time.Time, expired bool) Drain {
 		case Ignored(p, now):
 			continue
 		case expired && p.DeletionTimestamp != nil:
-			wait(p, "terminating")
+			// terminationGracePeriod is up: the instance goes whatever its pods are
+			// still doing.
+			continue
 		case expired:
 			d.Delete = append(d.Delete, p)
 		default:
@@ -120,19 +123,12 @@ func toleratesDisrupted(p *corev1.Pod) bool {
 	return scheduling.Untolerated(p.Spec.Tolerations, []corev1.Taint{v1.DisruptedNoScheduleTaint}, corev1.TaintEffectNoSchedule) == nil
 }
 
-// StuckTerminating reports a pod deleted long enough ago that its kubelet is not
-// going to report it gone: the API server sets deletionTimestamp to the end of the
-// pod's grace period, and we allow the kubelet as long again
-// (deletionGracePeriodSeconds) before giving up on it.
+// StuckTerminating reports a pod terminating for longer than its grace period: the
+// API server sets deletionTimestamp to the deletion plus the grace period, so past
+// it the kubelet has had all the time the pod asked for (or is gone with its node),
+// and waiting longer would only hold the instance.
 func StuckTerminating(p *corev1.Pod, now time.Time) bool {
-	if p.DeletionTimestamp == nil {
-		return false
-	}
-	var grace time.Duration
-	if s := p.DeletionGracePeriodSeconds; s != nil {
-		grace = time.Duration(*s) * time.Second
-	}
-	return now.After(p.DeletionTimestamp.Add(grace))
+	return p.DeletionTimestamp != nil && now.After(p.DeletionTimestamp.Time)
 }
 
 // settleLeft is how much longer a node whose disrupted taint was first seen at

@@ -62,7 +62,61 @@ type SimNodeClassSpec struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	UnavailableOfferings []Offering `json:"unavailableOfferings,omitempty"`
+	// Kubelet overrides the kubelet settings that decide a node's allocatable, with
+	// the fields and meaning of an EC2NodeClass's spec.kubelet. Unset, a node keeps
+	// back what an EKS node does: kube-reserved from its cpu and pods, 100Mi and 10%
+	// of its root volume for eviction.
+	// +optional
+	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
 }
+
+// KubeletConfiguration is the part of an EC2NodeClass's kubelet block that decides
+// a node's allocatable.
+type KubeletConfiguration struct {
+	// MaxPods is the most pods a node runs; unset, its network's limit.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	MaxPods *int32 `json:"maxPods,omitempty"`
+	// PodsPerCore caps the pods at this many per vCPU (never above maxPods); 0 is no cap.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
+	// SystemReserved is kept back for the OS's daemons (none unless set).
+	// +kubebuilder:validation:XValidation:message="valid keys for systemReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
+	// +kubebuilder:validation:XValidation:message="systemReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
+	// +kubebuilder:validation:XValidation:message="systemReserved values must be resource quantities",rule="self.all(x, isQuantity(self[x]))"
+	// +kubebuilder:validation:MaxProperties:=4
+	// +optional
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	// KubeReserved is kept back for the kubelet and container runtime; each resource
+	// set replaces the computed default.
+	// +kubebuilder:validation:XValidation:message="valid keys for kubeReserved are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
+	// +kubebuilder:validation:XValidation:message="kubeReserved value cannot be a negative resource quantity",rule="self.all(x, !self[x].startsWith('-'))"
+	// +kubebuilder:validation:XValidation:message="kubeReserved values must be resource quantities",rule="self.all(x, isQuantity(self[x]))"
+	// +kubebuilder:validation:MaxProperties:=4
+	// +optional
+	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
+	// EvictionHard are the hard eviction thresholds, each a quantity or a percentage
+	// of capacity; memory.available and nodefs.available take room from pods.
+	// +kubebuilder:validation:XValidation:message="valid keys for evictionHard are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
+	// +kubebuilder:validation:MaxProperties:=6
+	// +optional
+	EvictionHard map[string]EvictionThreshold `json:"evictionHard,omitempty"`
+	// EvictionSoft are the soft eviction thresholds; where one is above its hard
+	// threshold, it is the room kept.
+	// +kubebuilder:validation:XValidation:message="valid keys for evictionSoft are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
+	// +kubebuilder:validation:MaxProperties:=6
+	// +optional
+	EvictionSoft map[string]EvictionThreshold `json:"evictionSoft,omitempty"`
+}
+
+// EvictionThreshold is a non-negative quantity ("100Mi") or a percentage of the
+// signal's capacity from 0% to 100% ("10%"). A pattern, not a CEL rule, checks it:
+// a regex over every map value would exceed the API server's CEL cost budget.
+//
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:Pattern=`^((100([.]0{1,2})?|[0-9]{1,2}([.][0-9]{1,2})?)%|\+?(([0-9]+([.][0-9]*)?)|([.][0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+([.][0-9]*)?)|([.][0-9]+))))?)$`
+type EvictionThreshold string
 
 // Offering names an instance type in a zone with a capacity type; an empty field
 // matches any.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
 	"github.com/nodetailor/tailor/pkg/disruption"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -26,6 +27,8 @@ type simulateOptions struct {
 	consolidate   bool
 	minSavings    float64
 	limits        simulate.Limits
+	// nodeOverhead is what each node keeps back from its capacity.
+	nodeOverhead allocatable.Model
 }
 
 type fileList []string
@@ -45,9 +48,10 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, error) {
 	maxInput := fs.String("max-input-size", resource.NewQuantity(simulate.DefaultMaxBytes, resource.BinarySI).String(),
 		"the most input read, over all files and after decompression (a quantity: 64Mi, 1Gi)")
 	fs.IntVar(&opts.limits.MaxPods, "max-pods", simulate.DefaultMaxPods, "the most pods (and StatefulSet volume claims) the manifests may make")
+	overhead := fs.String("node-overhead", "eks", "what a new node keeps back from its capacity: eks (as an EKS node: VM overhead, kube-reserved from its cpu and pods, eviction thresholds) or kwok (100m cpu and 10Mi memory, as Karpenter's kwok provider, to compare plans with it)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: tailor simulate -f FILE_OR_DIR [-f ...] [--instance-types FILE] [--output table|json|yaml] [--consolidate]
-                       [--max-input-size 64Mi] [--max-pods N]
+                       [--max-input-size 64Mi] [--max-pods N] [--node-overhead eks|kwok]
 
 Plans nodes for the pending pods in the manifests (Pods, Deployments, StatefulSets,
 ReplicaSets, Jobs, DaemonSets, NodePools, Nodes and their bound Pods, volumes), with
@@ -76,6 +80,14 @@ pods: which nodes it would remove or replace, pass after pass, and the saving.`)
 	if opts.limits.MaxPods <= 0 {
 		return nil, fmt.Errorf("simulate: --max-pods %d: want a positive number", opts.limits.MaxPods)
 	}
+	switch *overhead {
+	case "eks":
+		opts.nodeOverhead = allocatable.DefaultEKS()
+	case "kwok":
+		opts.nodeOverhead = allocatable.Kwok{}
+	default:
+		return nil, fmt.Errorf("simulate: --node-overhead %q: want eks or kwok", *overhead)
+	}
 	return opts, nil
 }
 
@@ -90,12 +102,16 @@ func runSimulate(ctx context.Context, opts *simulateOptions, stdout, stderr io.W
 	if len(w.NodePools) == 0 {
 		fmt.Fprintln(stderr, "warning: no NodePool in the input; only existing nodes can take pods")
 	}
-	var types []*scheduling.InstanceType
+	var listed *catalog.Catalog
 	if opts.instanceTypes != "" {
-		types, err = catalog.Load(opts.instanceTypes)
+		listed, err = catalog.Load(opts.instanceTypes)
 	} else {
-		types, err = catalog.AWSUSEast1()
+		listed, err = catalog.EmbeddedAWSUSEast1()
 	}
+	if err != nil {
+		return err
+	}
+	types, err := listed.InstanceTypes(opts.nodeOverhead)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
 	"github.com/nodetailor/tailor/pkg/simulate"
 )
 
@@ -48,5 +51,61 @@ func TestSimulatePodBound(t *testing.T) {
 	}
 	if want := "Deployment web: spec.replicas 20 would make the input hold more than 10 pods"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr %q does not say %q", stderr.String(), want)
+	}
+}
+
+func TestParseNodeOverhead(t *testing.T) {
+	opts, err := parseSimulate([]string{"-f", "x.yaml"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(allocatable.Model(allocatable.DefaultEKS()), opts.nodeOverhead); diff != "" {
+		t.Errorf("default --node-overhead, want the EKS model's defaults (-want +got):\n%s", diff)
+	}
+	if opts, err = parseSimulate([]string{"-f", "x.yaml", "--node-overhead", "kwok"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := opts.nodeOverhead.(allocatable.Kwok); !ok {
+		t.Errorf("--node-overhead kwok gives %#v", opts.nodeOverhead)
+	}
+	if _, err := parseSimulate([]string{"-f", "x.yaml", "--node-overhead", "gke"}, io.Discard); err == nil || !strings.Contains(err.Error(), `--node-overhead "gke": want eks or kwok`) {
+		t.Errorf("--node-overhead gke: %v", err)
+	}
+}
+
+// A t3a.nano keeps 74Mi for pods as an EKS node, 502Mi under kwok's flat overhead:
+// a pod of 256M fits only the latter.
+func TestSimulateNodeOverhead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nano.yaml")
+	manifest := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: nano}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: tailor.sh, kind: SimNodeClass, name: default}
+      requirements:
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [t3a.nano]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: small, namespace: default}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: 100m, memory: 256M}}}]
+`
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for overhead, want := range map[string]string{
+		"eks":  `"scheduled":0,"unschedulable":1`,
+		"kwok": `"scheduled":1,"unschedulable":0`,
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"simulate", "-f", path, "--output", "json", "--node-overhead", overhead}, &stdout, &stderr); code != 0 {
+			t.Fatalf("--node-overhead %s: exit code %d; stderr %q", overhead, code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("--node-overhead %s: output %q lacks %s", overhead, stdout.String(), want)
+		}
 	}
 }

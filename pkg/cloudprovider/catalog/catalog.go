@@ -2,7 +2,9 @@
 // ships a realistic default: AWS EC2 in us-east-1 (public specs and on-demand prices,
 // estimated spot prices). Names in AWS form ("m5.large") also get the labels AWS
 // NodePools select on (karpenter.k8s.aws/instance-family, -cpu, …), so NodePools
-// written for AWS work in simulation unchanged.
+// written for AWS work in simulation unchanged. A catalog lists what a type has; a
+// model from package allocatable says what its nodes keep back: an EKS node's
+// reservations, or kwok's flat 100m cpu and 10Mi memory.
 package catalog
 
 import (
@@ -16,22 +18,36 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 //go:embed aws-us-east-1.json
 var awsUSEast1 []byte
 
-// AWSUSEast1 returns the embedded EC2 us-east-1 catalog.
-func AWSUSEast1() ([]*scheduling.InstanceType, error) { return Parse(awsUSEast1) }
+var embedded = sync.OnceValues(func() (*Catalog, error) { return Parse(awsUSEast1) })
+
+// EmbeddedAWSUSEast1 returns the embedded EC2 us-east-1 catalog, read once.
+func EmbeddedAWSUSEast1() (*Catalog, error) { return embedded() }
+
+// AWSUSEast1 returns the embedded EC2 us-east-1 instance types as EKS nodes with
+// Karpenter's defaults (allocatable.DefaultEKS).
+func AWSUSEast1() ([]*scheduling.InstanceType, error) {
+	c, err := embedded()
+	if err != nil {
+		return nil, err
+	}
+	return c.InstanceTypes(allocatable.DefaultEKS())
+}
 
 // Load reads a catalog file, gzipped or not.
-func Load(path string) ([]*scheduling.InstanceType, error) {
+func Load(path string) (*Catalog, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -45,11 +61,11 @@ func Load(path string) ([]*scheduling.InstanceType, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	types, err := Parse(data)
+	c, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return types, nil
+	return c, nil
 }
 
 // The kwok format, as Karpenter's kwok provider writes it.
@@ -73,22 +89,30 @@ type requirement struct {
 	Values   []string `json:"values"`
 }
 
-// Overhead is what the kwok provider keeps back from every node: allocatable is the
-// capacity less 100m cpu and 10Mi memory, so plans made from one file compare.
-var Overhead = corev1.ResourceList{
-	corev1.ResourceCPU:    resource.MustParse("100m"),
-	corev1.ResourceMemory: resource.MustParse("10Mi"),
+// Catalog is an instance-type catalog as listed: each type's resources, labels and
+// offerings. What a node of a type keeps back for itself is a model's choice (see
+// InstanceTypes), so one catalog serves EKS-like nodes and kwok's alike.
+type Catalog struct {
+	types []listed
+}
+
+// listed is one type of a catalog, before a model gives its capacity and overhead.
+type listed struct {
+	it    scheduling.InstanceType // name, requirements and offerings
+	shape allocatable.Shape
+	// other are the listed resources the models take as they are (GPUs).
+	other corev1.ResourceList
 }
 
 // Parse reads a catalog.
-func Parse(data []byte) ([]*scheduling.InstanceType, error) {
+func Parse(data []byte) (*Catalog, error) {
 	var entries []entry
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&entries); err != nil {
 		return nil, fmt.Errorf("instance types: %w", err)
 	}
-	out := make([]*scheduling.InstanceType, 0, len(entries))
+	c := &Catalog{types: make([]listed, 0, len(entries))}
 	seen := map[string]bool{}
 	for i, e := range entries {
 		if e.Name == "" {
@@ -98,41 +122,76 @@ func Parse(data []byte) ([]*scheduling.InstanceType, error) {
 			return nil, fmt.Errorf("instance type %q: listed twice", e.Name)
 		}
 		seen[e.Name] = true
-		it, err := convert(e)
+		l, err := convert(e)
 		if err != nil {
 			return nil, fmt.Errorf("instance type %q: %w", e.Name, err)
 		}
-		out = append(out, it)
+		c.types = append(c.types, l)
+	}
+	return c, nil
+}
+
+// InstanceTypes returns the catalog's types with the capacity and overhead model
+// gives their nodes. The types share their requirements and offerings, which the
+// engine only reads.
+func (c *Catalog) InstanceTypes(model allocatable.Model) ([]*scheduling.InstanceType, error) {
+	out := make([]*scheduling.InstanceType, len(c.types))
+	for i := range c.types {
+		l := &c.types[i]
+		node, err := model.Node(l.shape)
+		if err != nil {
+			return nil, fmt.Errorf("instance type %s: %w", l.it.Name, err)
+		}
+		it := l.it
+		it.Capacity, it.Overhead = node.Capacity, node.Overhead
+		for name, q := range l.other {
+			it.Capacity[name] = q.DeepCopy()
+		}
+		out[i] = &it
 	}
 	return out, nil
 }
 
-func convert(e entry) (*scheduling.InstanceType, error) {
-	it := &scheduling.InstanceType{Name: e.Name, Capacity: corev1.ResourceList{}, Overhead: Overhead}
+func convert(e entry) (listed, error) {
+	l := listed{it: scheduling.InstanceType{Name: e.Name}, other: corev1.ResourceList{}}
+	resources := corev1.ResourceList{}
 	for name, v := range e.Resources {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
-			return nil, fmt.Errorf("resources.%s: %q is not a quantity", name, v)
+			return listed{}, fmt.Errorf("resources.%s: %q is not a quantity", name, v)
 		}
-		it.Capacity[corev1.ResourceName(name)] = q
+		if q.Sign() < 0 {
+			return listed{}, fmt.Errorf("resources.%s: %q is negative", name, v)
+		}
+		resources[corev1.ResourceName(name)] = q
 	}
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if _, ok := it.Capacity[name]; !ok {
-			return nil, fmt.Errorf("resources.%s is missing", name)
+		if _, ok := resources[name]; !ok {
+			return listed{}, fmt.Errorf("resources.%s is missing", name)
 		}
 	}
-	if _, ok := it.Capacity[corev1.ResourcePods]; !ok {
-		it.Capacity[corev1.ResourcePods] = resource.MustParse("110")
+	// pods, as the network limits them (0: not listed), and ephemeral-storage, the
+	// root volume, are the models' to turn into capacity.
+	pods := resources[corev1.ResourcePods]
+	l.shape = allocatable.Shape{CPU: resources[corev1.ResourceCPU], Memory: resources[corev1.ResourceMemory],
+		Pods: pods.Value(), RootVolume: resources[corev1.ResourceEphemeralStorage], Arch: e.Architecture}
+	for name, q := range resources {
+		switch name {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+		default:
+			l.other[name] = q
+		}
 	}
+	it := &l.it
 	if len(e.Offerings) == 0 {
-		return nil, fmt.Errorf("no offerings")
+		return listed{}, fmt.Errorf("no offerings")
 	}
 	var zones, captypes []string
 	for i, o := range e.Offerings {
 		off := scheduling.Offering{Price: o.Price, Available: o.Available}
 		for _, r := range o.Requirements {
 			if r.Operator != "In" || len(r.Values) != 1 {
-				return nil, fmt.Errorf("offering %d: requirement %s must be In with one value", i, r.Key)
+				return listed{}, fmt.Errorf("offering %d: requirement %s must be In with one value", i, r.Key)
 			}
 			switch r.Key {
 			case v1.LabelZone:
@@ -142,16 +201,17 @@ func convert(e entry) (*scheduling.InstanceType, error) {
 			}
 		}
 		if off.Zone == "" || off.CapacityType == "" {
-			return nil, fmt.Errorf("offering %d: needs a %s and a %s requirement", i, v1.LabelZone, v1.CapacityTypeLabelKey)
+			return listed{}, fmt.Errorf("offering %d: needs a %s and a %s requirement", i, v1.LabelZone, v1.CapacityTypeLabelKey)
 		}
 		if o.Price < 0 {
-			return nil, fmt.Errorf("offering %d: negative price %v", i, o.Price)
+			return listed{}, fmt.Errorf("offering %d: negative price %v", i, o.Price)
 		}
 		it.Offerings = append(it.Offerings, off)
 		zones = append(zones, off.Zone)
 		captypes = append(captypes, off.CapacityType)
 	}
-	labels := Labels(e.Name, it.Capacity)
+	// Labels name the type as listed (instance-memory 8192 for m5.large), not the node.
+	labels := Labels(e.Name, resources)
 	labels[v1.LabelArch] = e.Architecture
 	reqs := scheduling.LabelRequirements(labels)
 	oses := e.OperatingSystems
@@ -168,7 +228,7 @@ func convert(e entry) (*scheduling.InstanceType, error) {
 		reqs = reqs.With(scheduling.MustRequirement(key, v1.NodeSelectorOpIn, values...))
 	}
 	it.Requirements = reqs
-	return it, nil
+	return l, nil
 }
 
 // regionOf strips the zone letter: us-east-1a → us-east-1.

@@ -12,7 +12,8 @@ import (
 	"github.com/nodetailor/tailor/api/v1alpha1"
 )
 
-// NodeClassController marks a SimNodeClass Ready when its catalog loads.
+// NodeClassController marks a SimNodeClass Ready when its catalog loads under its
+// kubelet settings.
 type NodeClassController struct {
 	kube  client.Client
 	cloud *CloudProvider
@@ -35,7 +36,7 @@ func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	cond := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", ObservedGeneration: nc.Generation}
-	if _, err := c.cloud.catalog(nc.Spec.Catalog); err != nil {
+	if _, err := c.cloud.instanceTypes(nc); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "CatalogUnavailable", err.Error()
 	}
 	if !meta.SetStatusCondition(&nc.Status.Conditions, cond) {

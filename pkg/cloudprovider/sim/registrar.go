@@ -126,8 +126,9 @@ func (r *Registrar) node(ctx context.Context, inst *v1alpha1.SimInstance) *corev
 	node.Labels["beta.kubernetes.io/os"] = node.Labels[corev1.LabelOSStable]
 	node.Labels["beta.kubernetes.io/arch"] = node.Labels[corev1.LabelArchStable]
 	if it != nil {
+		// The same capacity and overhead the engine planned with.
 		node.Status.Capacity = it.Capacity.DeepCopy()
-		node.Status.Allocatable = it.Allocatable()
+		node.Status.Allocatable = nodeAllocatable(it)
 	}
 	node.Status.NodeInfo.Architecture = node.Labels[corev1.LabelArchStable]
 	node.Status.NodeInfo.OperatingSystem = node.Labels[corev1.LabelOSStable]

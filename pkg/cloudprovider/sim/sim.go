@@ -9,12 +9,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,6 +27,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
@@ -46,7 +49,8 @@ type CloudProvider struct {
 	reader client.Reader
 	clock  clock.Clock
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// catalogs holds instance types by catalog and kubelet settings.
 	catalogs map[string][]*scheduling.InstanceType
 }
 
@@ -72,21 +76,55 @@ func (c *CloudProvider) NodeClassKinds() []schema.GroupKind {
 // Name is "sim".
 func (c *CloudProvider) Name() string { return "sim" }
 
-func (c *CloudProvider) catalog(name string) ([]*scheduling.InstanceType, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if types, ok := c.catalogs[name]; ok {
-		return types, nil
-	}
+// instanceTypes are the types of a NodeClass's catalog as its nodes have them: EKS
+// nodes under its kubelet settings. They are kept per catalog and settings.
+func (c *CloudProvider) instanceTypes(nc *v1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {
+	name := nc.Spec.Catalog
 	if name != "aws-us-east-1" && name != "" {
 		return nil, fmt.Errorf("unknown catalog %q", name)
 	}
-	types, err := catalog.AWSUSEast1()
+	settings, err := json.Marshal(nc.Spec.Kubelet)
 	if err != nil {
 		return nil, err
 	}
-	c.catalogs[name] = types
+	key := "aws-us-east-1/" + string(settings)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if types, ok := c.catalogs[key]; ok {
+		return types, nil
+	}
+	listed, err := catalog.EmbeddedAWSUSEast1()
+	if err != nil {
+		return nil, err
+	}
+	types, err := listed.InstanceTypes(NodeModel(nc))
+	if err != nil {
+		return nil, fmt.Errorf("SimNodeClass %s: %w", nc.Name, err)
+	}
+	c.catalogs[key] = types
 	return types, nil
+}
+
+// NodeModel is how the nodes of a NodeClass keep back room: as EKS nodes, with its
+// kubelet settings.
+func NodeModel(nc *v1alpha1.SimNodeClass) allocatable.EKS {
+	m := allocatable.DefaultEKS()
+	if k := nc.Spec.Kubelet; k != nil {
+		m.Kubelet = allocatable.Kubelet{MaxPods: k.MaxPods, PodsPerCore: k.PodsPerCore, SystemReserved: k.SystemReserved,
+			KubeReserved: k.KubeReserved, EvictionHard: thresholds(k.EvictionHard), EvictionSoft: thresholds(k.EvictionSoft)}
+	}
+	return m
+}
+
+func thresholds(in map[string]v1alpha1.EvictionThreshold) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[k] = string(v)
+	}
+	return out
 }
 
 func (c *CloudProvider) nodeClass(ctx context.Context, ref *v1.NodeClassReference) (*v1alpha1.SimNodeClass, error) {
@@ -125,7 +163,7 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, pool *v1.NodePool) ([
 	if err != nil {
 		return nil, err
 	}
-	return c.catalog(nc.Spec.Catalog)
+	return c.instanceTypes(nc)
 }
 
 func unavailable(nc *v1alpha1.SimNodeClass, typeName string, o scheduling.Offering) bool {
@@ -158,7 +196,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if err != nil {
 		return nil, err
 	}
-	types, err := c.catalog(nc.Spec.Catalog)
+	types, err := c.instanceTypes(nc)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +307,7 @@ func (c *CloudProvider) describe(inst *v1alpha1.SimInstance, it *scheduling.Inst
 	out.Status.ImageID = inst.Spec.ImageID
 	if it != nil {
 		out.Status.Capacity = it.Capacity.DeepCopy()
-		out.Status.Allocatable = it.Allocatable()
+		out.Status.Allocatable = nodeAllocatable(it)
 	}
 	return out
 }
@@ -291,13 +329,14 @@ func NodeLabels(inst *v1alpha1.SimInstance, it *scheduling.InstanceType) map[str
 	return labels
 }
 
+// typeOf is the instance's type as its NodeClass has its nodes; an instance whose
+// NodeClass is gone is taken for a default EKS node of the default catalog.
 func (c *CloudProvider) typeOf(ctx context.Context, inst *v1alpha1.SimInstance) *scheduling.InstanceType {
 	nc := &v1alpha1.SimNodeClass{}
-	name := "aws-us-east-1"
-	if err := c.kube.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeClass}, nc); err == nil {
-		name = nc.Spec.Catalog
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: inst.Spec.NodeClass}, nc); err != nil {
+		nc = &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: inst.Spec.NodeClass}}
 	}
-	types, err := c.catalog(name)
+	types, err := c.instanceTypes(nc)
 	if err != nil {
 		return nil
 	}
@@ -307,6 +346,12 @@ func (c *CloudProvider) typeOf(ctx context.Context, inst *v1alpha1.SimInstance) 
 		}
 	}
 	return nil
+}
+
+// nodeAllocatable is what a node of the type reports allocatable: capacity less
+// overhead, never below zero, as a kubelet reports it.
+func nodeAllocatable(it *scheduling.InstanceType) corev1.ResourceList {
+	return allocatable.Node{Capacity: it.Capacity, Overhead: it.Overhead}.Allocatable()
 }
 
 // Delete terminates the claim's instance.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,7 +70,7 @@ func TestLaunchRegisterTerminate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The cheapest spot offering of the two types, found independently.
-	catalogTypes, err := cloud.catalog("aws-us-east-1")
+	catalogTypes, err := cloud.instanceTypes(&v1alpha1.SimNodeClass{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +88,11 @@ func TestLaunchRegisterTerminate(t *testing.T) {
 	if launched.Labels[v1.LabelInstanceType] != wantType || launched.Labels[v1.LabelZone] != wantZone || launched.Labels[v1.CapacityTypeLabelKey] != "spot" {
 		t.Errorf("launched %v, want %s spot in %s", launched.Labels, wantType, wantZone)
 	}
-	if cpu := launched.Status.Allocatable[corev1.ResourceCPU]; cpu.MilliValue() != 1900 {
-		t.Errorf("allocatable cpu %s, want 1900m", cpu.String())
+	// An EKS node: 2 vCPUs less 70m kube-reserved; 8Gi (m5) or 4Gi (c5) less 7.5%
+	// VM overhead, 574Mi kube-reserved for 29 pods and 100Mi eviction.
+	wantMemory := map[string]string{"m5.large": "6903Mi", "c5.large": "3114Mi"}[wantType]
+	if cpu, mem := launched.Status.Allocatable[corev1.ResourceCPU], launched.Status.Allocatable[corev1.ResourceMemory]; cpu.String() != "1930m" || mem.String() != wantMemory {
+		t.Errorf("allocatable cpu %s and memory %s, want 1930m and %s", cpu.String(), mem.String(), wantMemory)
 	}
 	if _, err := cloud.Get(ctx, launched.Status.ProviderID); err != nil {
 		t.Errorf("Get: %v", err)
@@ -124,6 +128,10 @@ func TestLaunchRegisterTerminate(t *testing.T) {
 	if node.Spec.ProviderID != launched.Status.ProviderID || node.Annotations[KwokNodeAnnotation] != "fake" ||
 		node.Labels["team"] != "payments" || node.Labels[v1.LabelArch] != "amd64" || node.Labels[v1.LabelInstanceType] != wantType {
 		t.Errorf("node %s: providerID %s, labels %v, annotations %v", node.Name, node.Spec.ProviderID, node.Labels, node.Annotations)
+	}
+	// The Node reports what the engine planned with.
+	if !equality.Semantic.DeepEqual(node.Status.Capacity, launched.Status.Capacity) || !equality.Semantic.DeepEqual(node.Status.Allocatable, launched.Status.Allocatable) {
+		t.Errorf("node capacity %v, allocatable %v; the claim says %v, %v", node.Status.Capacity, node.Status.Allocatable, launched.Status.Capacity, launched.Status.Allocatable)
 	}
 	if !hasTaint(node, v1.UnregisteredNoExecuteTaint.Key) || !hasTaint(node, "dedicated") {
 		t.Errorf("node taints %v, want karpenter.sh/unregistered and the claim's", node.Spec.Taints)
@@ -243,6 +251,68 @@ func TestInterruptionNotice(t *testing.T) {
 	}
 	if err := kube.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the reclaimed instance's node should be gone, got %v", err)
+	}
+}
+
+// A NodeClass's kubelet settings give its nodes their allocatable, in the engine's
+// instance types and on the Node alike; other NodeClasses keep the defaults.
+func TestKubeletSettings(t *testing.T) {
+	ctx := t.Context()
+	clk := clocktesting.NewFakeClock(time.Now())
+	cloud := New(kube, clk)
+	maxPods := int32(10)
+	nodeClass(t, "dense", func(nc *v1alpha1.SimNodeClass) {
+		nc.Spec.Kubelet = &v1alpha1.KubeletConfiguration{MaxPods: &maxPods, SystemReserved: map[string]string{"cpu": "100m", "memory": "200Mi"},
+			EvictionHard: map[string]v1alpha1.EvictionThreshold{"memory.available": "300Mi"}}
+	})
+	nodeClass(t, "plain", nil)
+	pool := func(class string) *v1.NodePool {
+		return &v1.NodePool{Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			NodeClassRef: &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: class}}}}}
+	}
+	m5 := func(class string) corev1.ResourceList {
+		t.Helper()
+		types, err := cloud.InstanceTypes(ctx, pool(class))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range types {
+			if it.Name == "m5.large" {
+				return it.Allocatable()
+			}
+		}
+		t.Fatal("no m5.large")
+		return nil
+	}
+	// 7577Mi less 11Mi × 10 + 255Mi kube-reserved, 200Mi system-reserved, 300Mi eviction.
+	dense := m5("dense")
+	if cpu, mem, pods := dense[corev1.ResourceCPU], dense[corev1.ResourceMemory], dense[corev1.ResourcePods]; cpu.String() != "1830m" || mem.String() != "6712Mi" || pods.Value() != 10 {
+		t.Errorf("dense m5.large allocatable cpu %s, memory %s, pods %s; want 1830m, 6712Mi, 10", cpu.String(), mem.String(), pods.String())
+	}
+	if mem := m5("plain")[corev1.ResourceMemory]; mem.String() != "6903Mi" {
+		t.Errorf("plain m5.large allocatable memory %s, want the default 6903Mi", mem.String())
+	}
+
+	c := claim("dense", "dense", in(v1.LabelInstanceType, "m5.large"), in(v1.CapacityTypeLabelKey, v1.CapacityTypeOnDemand))
+	if err := kube.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	launched, err := cloud.Create(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cloud.Delete(context.Background(), launched) })
+	inst, _ := instanceOf(launched.Status.ProviderID)
+	if _, err := NewRegistrar(kube, cloud, clk).Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: inst}}); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: inst}, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), node) })
+	if !equality.Semantic.DeepEqual(node.Status.Allocatable, dense) {
+		t.Errorf("node allocatable %v, the engine's %v", node.Status.Allocatable, dense)
 	}
 }
 

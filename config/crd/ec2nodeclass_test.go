@@ -43,20 +43,18 @@ func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
 // examplesDir holds Karpenter's public examples/v1 manifests, copied unchanged.
 const examplesDir = "../../examples/aws-karpenter"
 
-// exampleRejections are the public examples the API refuses, each with the error
-// and why. Karpenter's own v1 CRDs refuse the same documents; they are kept
-// unchanged so that a change of the API shows up here.
+// exampleRejections are the example files the API refuses, each with the error and
+// why. Karpenter's own CRDs refuse the same documents under strict field validation
+// (kubectl's default); they are kept unchanged so that a change of the API shows up
+// here. See examples/aws-karpenter/README.md.
 var exampleRejections = map[string]struct{ kind, message, why string }{
-	"bottlerocket-fips.yaml": {kind: "EC2NodeClass", message: "'alias' is improperly formatted, must match the format 'family@version'",
-		why: "the alias family bottlerocket-fips is not one the v1 API knows (its alias pattern takes no '-')"},
 	"placement-group.yaml": {kind: "EC2NodeClass", message: `unknown field "spec.placementGroup"`,
-		why: "spec.placementGroup is not part of the EC2NodeClass API served"},
-	"security-group-with-vpc.yaml": {kind: "EC2NodeClass", message: `unknown field "spec.securityGroupSelectorTerms[0].vpcID"`,
-		why: "securityGroupSelectorTerms[].vpcID is not part of the EC2NodeClass API served"},
+		why: "the example is written for spec.placementGroup {name, id, partition}, the shape of a Karpenter pull request that was " +
+			"not merged (aws/karpenter-provider-aws#9013); Karpenter serves spec.placementGroupSelector {name | id} (#9030), as Tailor does"},
 	"max-node-lifetime.yaml": {kind: "NodePool", message: `unknown field "spec.template.spec.terminationGracePeirod"`,
 		why: "the example misspells terminationGracePeriod; strict field validation (kubectl's default) refuses it"},
 	"windows-custom-userdata.yaml": {kind: "NodePool", message: "spec.template.spec.nodeClassRef.group: Invalid value",
-		why: "the example's nodeClassRef.group is karpenter.k8s.aws/v1, a group/version, which the NodePool API refuses"},
+		why: "the example's nodeClassRef.group is karpenter.k8s.aws/v1, a group/version, which the NodePool API refuses (pattern ^[^/]*$)"},
 }
 
 // exampleFamilies is the AMI family each accepted example EC2NodeClass resolves to.
@@ -66,6 +64,7 @@ var exampleFamilies = map[string]string{
 	"al2-custom-userdata.yaml":              awsv1.AMIFamilyAL2023,
 	"al2-kubelet-log-query.yaml":            awsv1.AMIFamilyAL2023,
 	"al2023-custom-userdata.yaml":           awsv1.AMIFamilyAL2023,
+	"bottlerocket-fips.yaml":                awsv1.AMIFamilyBottlerocket,
 	"bottlerocket.yaml":                     awsv1.AMIFamilyBottlerocket,
 	"br-custom-userdata.yaml":               awsv1.AMIFamilyBottlerocket,
 	"custom-family-with-alias.yaml":         awsv1.AMIFamilyCustom,
@@ -78,6 +77,7 @@ var exampleFamilies = map[string]string{
 	"multiple-arch.yaml":                    awsv1.AMIFamilyAL2023,
 	"multiple-ebs.yaml":                     awsv1.AMIFamilyAL2023,
 	"node-ttls.yaml":                        awsv1.AMIFamilyAL2023,
+	"security-group-with-vpc.yaml":          awsv1.AMIFamilyAL2023,
 	"spot.yaml":                             awsv1.AMIFamilyAL2023,
 	"windows-2019.yaml":                     awsv1.AMIFamilyWindows2019,
 	"windows-2022.yaml":                     awsv1.AMIFamilyWindows2022,
@@ -283,6 +283,23 @@ metadataOptions: {httpEndpoint: disabled, httpProtocolIPv6: enabled, httpPutResp
 		"windows 2025": `
 amiSelectorTerms: [{alias: windows2025@latest}]
 amiFamily: Windows2025`,
+		"placement group by name": `
+placementGroupSelector: {name: analytics-partition}`,
+		"shared placement group by id": `
+placementGroupSelector: {id: pg-0123456789abcdef0}`,
+		"security groups of one vpc": `
+securityGroupSelectorTerms:
+- {name: k8s-node, vpcID: vpc-12345678}
+- {tags: {karpenter.sh/discovery: test}, vpcID: vpc-12345678}
+- {id: sg-0123abcd, vpcID: vpc-0a1b2c3d4e5f}`,
+		"bottlerocket fips": `
+amiSelectorTerms: [{alias: bottlerocket-fips@latest}]`,
+		"bottlerocket fips pinned, family named": `
+amiSelectorTerms: [{alias: bottlerocket-fips@v1.20.3}]
+amiFamily: Bottlerocket`,
+		"custom family over bottlerocket fips": `
+amiSelectorTerms: [{alias: bottlerocket-fips@latest}]
+amiFamily: Custom`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			sent := nodeClass(t, patch)
@@ -333,6 +350,21 @@ func TestInvalidEC2NodeClasses(t *testing.T) {
 			field: "spec.securityGroupSelectorTerms", message: "'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term"},
 		"malformed security group id": {patch: "securityGroupSelectorTerms: [{id: group-1}]",
 			field: "spec.securityGroupSelectorTerms[0].id", message: "should match 'sg-[0-9a-z]+'"},
+		"vpcID alone": {patch: "securityGroupSelectorTerms: [{vpcID: vpc-12345678}]",
+			field: "spec.securityGroupSelectorTerms", message: "expected at least one, got none, ['tags', 'id', 'name']"},
+		"malformed vpcID": {patch: "securityGroupSelectorTerms: [{name: nodes, vpcID: my-vpc}]",
+			field: "spec.securityGroupSelectorTerms[0].vpcID", message: "should match 'vpc-[0-9a-z]+'"},
+		"vpcID does not lift id's exclusivity": {patch: "securityGroupSelectorTerms: [{id: sg-123, name: nodes, vpcID: vpc-123}]",
+			field: "spec.securityGroupSelectorTerms", message: "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term"},
+		// placement group
+		"placement group by name and id": {patch: "placementGroupSelector: {name: analytics, id: pg-0123}",
+			field: "spec.placementGroupSelector", message: "expected exactly one of ['name', 'id']"},
+		"empty placement group selector": {patch: "placementGroupSelector: {}",
+			field: "spec.placementGroupSelector", message: "expected exactly one of ['name', 'id']"},
+		"malformed placement group id": {patch: "placementGroupSelector: {id: analytics}",
+			field: "spec.placementGroupSelector.id", message: "should match '^pg-[0-9a-z]+$'"},
+		"empty placement group name": {patch: `placementGroupSelector: {name: ""}`,
+			field: "spec.placementGroupSelector.name", message: "should be at least 1 chars long"},
 		// capacity reservations
 		"empty capacity reservation term": {patch: "capacityReservationSelectorTerms: [{}]",
 			field: "spec.capacityReservationSelectorTerms", message: "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']"},
@@ -362,7 +394,11 @@ func TestInvalidEC2NodeClasses(t *testing.T) {
 		"alias without a version": {patch: "amiSelectorTerms: [{alias: al2023}]",
 			field: "spec.amiSelectorTerms[0].alias", message: "'alias' is improperly formatted, must match the format 'family@version'"},
 		"alias of an unknown family": {patch: "amiSelectorTerms: [{alias: ubuntu@latest}]",
-			field: "spec.amiSelectorTerms[0].alias", message: "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"},
+			field: "spec.amiSelectorTerms[0].alias", message: "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'bottlerocket-fips', 'windows2019', 'windows2022', 'windows2025'"},
+		"fips variant of another family": {patch: "amiSelectorTerms: [{alias: al2023-fips@latest}]",
+			field: "spec.amiSelectorTerms[0].alias", message: "family is not supported"},
+		"alias family with other punctuation": {patch: "amiSelectorTerms: [{alias: bottlerocket_fips@latest}]",
+			field: "spec.amiSelectorTerms[0].alias", message: "'alias' is improperly formatted, must match the format 'family@version'"},
 		"alias family in upper case": {patch: "amiSelectorTerms: [{alias: AL2023@latest}]",
 			field: "spec.amiSelectorTerms[0].alias", message: "family is not supported"},
 		"pinned windows alias": {patch: "amiSelectorTerms: [{alias: windows2022@v20240101}]",
@@ -378,6 +414,8 @@ func TestInvalidEC2NodeClasses(t *testing.T) {
 		"amiFamily against an al2023 alias": {patch: "amiFamily: Bottlerocket",
 			field: "spec", message: "if set, amiFamily must be 'AL2023' or 'Custom' when using an AL2023 alias"},
 		"amiFamily against a bottlerocket alias": {patch: "amiSelectorTerms: [{alias: bottlerocket@latest}]\namiFamily: AL2",
+			field: "spec", message: "if set, amiFamily must be 'Bottlerocket' or 'Custom' when using a Bottlerocket alias"},
+		"amiFamily against a bottlerocket-fips alias": {patch: "amiSelectorTerms: [{alias: bottlerocket-fips@latest}]\namiFamily: AL2023",
 			field: "spec", message: "if set, amiFamily must be 'Bottlerocket' or 'Custom' when using a Bottlerocket alias"},
 		"amiFamily against a windows2019 alias": {patch: "amiSelectorTerms: [{alias: windows2019@latest}]\namiFamily: Windows2022",
 			field: "spec", message: "if set, amiFamily must be 'Windows2019' or 'Custom' when using a Windows2019 alias"},
@@ -473,6 +511,16 @@ func TestInvalidEC2NodeClasses(t *testing.T) {
 	}
 }
 
+// Nodes do not choose a partition: EC2 assigns one, as Karpenter leaves it to. The
+// partition field of the unmerged design is an unknown field, refused under strict
+// field validation.
+func TestPlacementGroupHasNoPartition(t *testing.T) {
+	_, err := create(t, nodeClass(t, "placementGroupSelector: {name: analytics, partition: 2}"))
+	if err == nil || !strings.Contains(err.Error(), `unknown field "spec.placementGroupSelector.partition"`) {
+		t.Errorf("created with a partition: %v; want unknown field spec.placementGroupSelector.partition", err)
+	}
+}
+
 func manyTags(n int) string {
 	tags := make([]string, n)
 	for i := range tags {
@@ -487,7 +535,8 @@ func TestAliasParsingAgreesWithTheCRD(t *testing.T) {
 		"al2@latest", "al2023@latest", "al2023@v20240625", "bottlerocket@latest", "bottlerocket@v1.20.3",
 		"windows2019@latest", "windows2022@latest", "windows2025@latest", "al2023@v1@x", "windows2022@latest@x",
 		"al2023", "al2023@", "@latest", "AL2023@latest", "Bottlerocket@latest", "custom@latest", "ubuntu@latest",
-		"bottlerocket-fips@latest", "windows2022@v1", "windows2025@", "al2023 @latest", "al2023@ latest",
+		"bottlerocket-fips@latest", "bottlerocket-fips@v1.20.3", "bottlerocket-fips", "bottlerocket-FIPS@latest",
+		"al2023-fips@latest", "-@latest", "bottlerocket_fips@latest", "windows2022@v1", "windows2025@", "al2023 @latest", "al2023@ latest",
 	} {
 		t.Run(alias, func(t *testing.T) {
 			obj := nodeClass(t, "amiSelectorTerms: [{alias: '"+alias+"'}]")

@@ -21,28 +21,38 @@ const (
 const AliasVersionLatest = "latest"
 
 // aliasFamilies maps the family part of an alias, which the CRD only accepts in lower
-// case, to its AMI family. Custom has no alias: it has no image of its own.
-var aliasFamilies = map[string]string{
-	"al2":          AMIFamilyAL2,
-	"al2023":       AMIFamilyAL2023,
-	"bottlerocket": AMIFamilyBottlerocket,
-	"windows2019":  AMIFamilyWindows2019,
-	"windows2022":  AMIFamilyWindows2022,
-	"windows2025":  AMIFamilyWindows2025,
+// case, to its AMI family and image variant. Custom has no alias: it has no image of
+// its own.
+var aliasFamilies = map[string]Alias{
+	"al2":               {Family: AMIFamilyAL2},
+	"al2023":            {Family: AMIFamilyAL2023},
+	"bottlerocket":      {Family: AMIFamilyBottlerocket},
+	"bottlerocket-fips": {Family: AMIFamilyBottlerocket, FIPS: true},
+	"windows2019":       {Family: AMIFamilyWindows2019},
+	"windows2022":       {Family: AMIFamilyWindows2022},
+	"windows2025":       {Family: AMIFamilyWindows2025},
 }
 
 // Alias is a parsed amiSelectorTerms alias, "family@version".
 type Alias struct {
 	// Family is the AMI family (AL2023, Bottlerocket, …), not the alias's lower-case
-	// spelling.
+	// spelling. bottlerocket-fips is the Bottlerocket family with FIPS set.
 	Family string
+	// FIPS selects the family's FIPS image variant (Bottlerocket's "-fips" SSM
+	// parameters); nodes bootstrap as the family does.
+	FIPS bool
 	// Version is the release ("v20240625", "v1.20.3") or AliasVersionLatest.
 	Version string
 }
 
-// String gives the alias as written in an EC2NodeClass: "al2023@latest".
+// String gives the alias as written in an EC2NodeClass: "al2023@latest",
+// "bottlerocket-fips@v1.20.3".
 func (a Alias) String() string {
-	return strings.ToLower(a.Family) + "@" + a.Version
+	name := strings.ToLower(a.Family)
+	if a.FIPS {
+		name += "-fips"
+	}
+	return name + "@" + a.Version
 }
 
 // ParseAlias parses "family@version" by the rules the CRD enforces: a known
@@ -52,15 +62,16 @@ func ParseAlias(s string) (Alias, error) {
 	if !ok || name == "" || version == "" {
 		return Alias{}, fmt.Errorf("alias %q is not of the form family@version", s)
 	}
-	family, ok := aliasFamilies[name]
+	a, ok := aliasFamilies[name]
 	if !ok {
-		return Alias{}, fmt.Errorf("alias %q: family %q is not one of al2, al2023, bottlerocket, windows2019, windows2022, windows2025", s, name)
+		return Alias{}, fmt.Errorf("alias %q: family %q is not one of al2, al2023, bottlerocket, bottlerocket-fips, windows2019, windows2022, windows2025", s, name)
 	}
 	// The CRD compares the text between the first and a second "@" with "latest".
 	if strings.HasPrefix(name, "windows") && strings.Split(version, "@")[0] != AliasVersionLatest {
 		return Alias{}, fmt.Errorf("alias %q: windows families may only use version %q", s, AliasVersionLatest)
 	}
-	return Alias{Family: family, Version: version}, nil
+	a.Version = version
+	return a, nil
 }
 
 // Alias is the alias term of spec.amiSelectorTerms, parsed; nil without error when

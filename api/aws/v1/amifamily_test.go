@@ -1,6 +1,7 @@
 package v1_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,9 @@ func TestParseAlias(t *testing.T) {
 		{alias: "al2@latest", want: awsv1.Alias{Family: awsv1.AMIFamilyAL2, Version: "latest"}},
 		{alias: "al2023@v20240625", want: awsv1.Alias{Family: awsv1.AMIFamilyAL2023, Version: "v20240625"}},
 		{alias: "bottlerocket@v1.20.3", want: awsv1.Alias{Family: awsv1.AMIFamilyBottlerocket, Version: "v1.20.3"}},
+		// The FIPS image variant is the Bottlerocket family, not a family of its own.
+		{alias: "bottlerocket-fips@latest", want: awsv1.Alias{Family: awsv1.AMIFamilyBottlerocket, FIPS: true, Version: "latest"}},
+		{alias: "bottlerocket-fips@v1.20.3", want: awsv1.Alias{Family: awsv1.AMIFamilyBottlerocket, FIPS: true, Version: "v1.20.3"}},
 		{alias: "windows2019@latest", want: awsv1.Alias{Family: awsv1.AMIFamilyWindows2019, Version: "latest"}},
 		{alias: "windows2022@latest", want: awsv1.Alias{Family: awsv1.AMIFamilyWindows2022, Version: "latest"}},
 		{alias: "windows2025@latest", want: awsv1.Alias{Family: awsv1.AMIFamilyWindows2025, Version: "latest"}},
@@ -29,7 +33,10 @@ func TestParseAlias(t *testing.T) {
 		{alias: "AL2023@latest", err: true}, // the CRD takes lower case only
 		{alias: "custom@latest", err: true},
 		{alias: "ubuntu@latest", err: true},
-		{alias: "bottlerocket-fips@latest", err: true},
+		{alias: "bottlerocket-fips", err: true},
+		{alias: "bottlerocket-FIPS@latest", err: true},
+		{alias: "al2023-fips@latest", err: true},
+		{alias: "-@latest", err: true},
 		{alias: "windows2022@v20240101", err: true},
 		{alias: "", err: true},
 	} {
@@ -41,7 +48,7 @@ func TestParseAlias(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("ParseAlias(%q) (-want +got):\n%s", tc.alias, diff)
 			}
-			if err == nil && got.Version == "latest" && got.String() != tc.alias {
+			if err == nil && !strings.Contains(got.Version, "@") && got.String() != tc.alias {
 				t.Errorf("String() = %q, want the alias back, %q", got.String(), tc.alias)
 			}
 		})
@@ -67,6 +74,8 @@ func TestAMIFamily(t *testing.T) {
 			family: awsv1.AMIFamilyAL2023, alias: &awsv1.Alias{Family: awsv1.AMIFamilyAL2023, Version: "latest"}},
 		"pinned bottlerocket": {nc: nodeClass(nil, awsv1.AMISelectorTerm{Alias: "bottlerocket@v1.20.3"}),
 			family: awsv1.AMIFamilyBottlerocket, alias: &awsv1.Alias{Family: awsv1.AMIFamilyBottlerocket, Version: "v1.20.3"}},
+		"bottlerocket fips": {nc: nodeClass(nil, awsv1.AMISelectorTerm{Alias: "bottlerocket-fips@latest"}),
+			family: awsv1.AMIFamilyBottlerocket, alias: &awsv1.Alias{Family: awsv1.AMIFamilyBottlerocket, FIPS: true, Version: "latest"}},
 		"windows 2025": {nc: nodeClass(nil, awsv1.AMISelectorTerm{Alias: "windows2025@latest"}),
 			family: awsv1.AMIFamilyWindows2025, alias: &awsv1.Alias{Family: awsv1.AMIFamilyWindows2025, Version: "latest"}},
 		// Custom with an alias boots the family's image but bootstraps nothing.

@@ -23,7 +23,7 @@ type EC2NodeClass struct {
 	// +kubebuilder:validation:XValidation:message="must specify exactly one of ['role', 'instanceProfile']",rule="(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))"
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2' or 'Custom' when using an AL2 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2') : true)"
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'AL2023' or 'Custom' when using an AL2023 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2023') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2023') : true)"
-	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Bottlerocket' or 'Custom' when using a Bottlerocket alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'bottlerocket') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Bottlerocket') : true)"
+	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Bottlerocket' or 'Custom' when using a Bottlerocket alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') in ['bottlerocket', 'bottlerocket-fips']) ? (self.amiFamily == 'Custom' || self.amiFamily == 'Bottlerocket') : true)"
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2019' or 'Custom' when using a Windows2019 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2019') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2019') : true)"
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2022' or 'Custom' when using a Windows2022 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)"
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2025' or 'Custom' when using a Windows2025 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)"
@@ -67,6 +67,12 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:MaxItems:=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	// PlacementGroupSelector names the existing EC2 placement group (cluster,
+	// partition or spread) every node of this class launches into, by name or, for a
+	// group shared from another account, by id. Tailor neither creates nor deletes
+	// the group. EC2 picks the partition of a partition group; nodes do not choose it.
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelectorTerm `json:"placementGroupSelector,omitempty"`
 	// AssociatePublicIPAddress says whether nodes get a public IPv4 address; unset
 	// leaves it to the subnet's setting.
 	// +optional
@@ -177,6 +183,12 @@ type SecurityGroupSelectorTerm struct {
 	// Name selects groups by their group name (not their Name tag).
 	// +optional
 	Name string `json:"name,omitempty"`
+	// VPCID narrows the term to groups of this VPC, so that a name or tags shared
+	// by groups of several VPCs pick the one of the nodes' VPC. It selects nothing
+	// alone: it goes with id, name or tags.
+	// +kubebuilder:validation:Pattern:="vpc-[0-9a-z]+"
+	// +optional
+	VPCID string `json:"vpcID,omitempty"`
 }
 
 // CapacityReservationSelectorTerm selects capacity reservations; every field set
@@ -203,15 +215,32 @@ type CapacityReservationSelectorTerm struct {
 	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
 }
 
+// PlacementGroupSelectorTerm selects one placement group: exactly one of name and id.
+//
+// +kubebuilder:validation:XValidation:message="expected exactly one of ['name', 'id']",rule="has(self.name) != has(self.id)"
+type PlacementGroupSelectorTerm struct {
+	// Name selects the group of this name in the account.
+	// +kubebuilder:validation:MinLength:=1
+	// +kubebuilder:validation:MaxLength:=255
+	// +optional
+	Name string `json:"name,omitempty"`
+	// ID selects the group by id; a group shared from another account can only be
+	// selected this way.
+	// +kubebuilder:validation:Pattern:="^pg-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+}
+
 // AMISelectorTerm selects images; every field set must match.
 type AMISelectorTerm struct {
 	// Alias names an EKS-optimized image as "family@version": the family is one of
-	// al2, al2023, bottlerocket, windows2019, windows2022, windows2025; the version
-	// is that family's release (al2023@v20240625, bottlerocket@v1.20.3) or "latest",
-	// which follows new releases (and drifts nodes to them). Windows families only
-	// take "latest".
-	// +kubebuilder:validation:XValidation:message="'alias' is improperly formatted, must match the format 'family@version'",rule="self.matches('^[a-zA-Z0-9]+@.+$')"
-	// +kubebuilder:validation:XValidation:message="family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']"
+	// al2, al2023, bottlerocket, bottlerocket-fips, windows2019, windows2022,
+	// windows2025; the version is that family's release (al2023@v20240625,
+	// bottlerocket@v1.20.3) or "latest", which follows new releases (and drifts nodes
+	// to them). Windows families only take "latest". bottlerocket-fips is the FIPS
+	// variant of the Bottlerocket image, bootstrapped as the Bottlerocket family.
+	// +kubebuilder:validation:XValidation:message="'alias' is improperly formatted, must match the format 'family@version'",rule="self.matches('^[a-zA-Z0-9-]+@.+$')"
+	// +kubebuilder:validation:XValidation:message="family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'bottlerocket-fips', 'windows2019', 'windows2022', 'windows2025'",rule="self.split('@')[0] in ['al2','al2023','bottlerocket','bottlerocket-fips','windows2019','windows2022','windows2025']"
 	// +kubebuilder:validation:XValidation:message="windows families may only specify version 'latest'",rule="self.split('@')[0] in ['windows2019','windows2022','windows2025'] ? self.split('@')[1] == 'latest' : true"
 	// +kubebuilder:validation:MaxLength=30
 	// +optional

@@ -30,7 +30,9 @@ type EC2NodeClassStatus struct {
 	// +optional
 	InstanceProfile string `json:"instanceProfile,omitempty"`
 	// Conditions: Ready, and what it is made of — SubnetsReady, SecurityGroupsReady,
-	// AMIsReady, InstanceProfileReady, ValidationSucceeded, CapacityReservationsReady.
+	// AMIsReady, InstanceProfileReady, ValidationSucceeded, CapacityReservationsReady,
+	// PlacementGroupReady. Like Karpenter, the resolved placement group itself is
+	// not in the status: only whether it was found and is available.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -142,6 +144,7 @@ const (
 	ConditionTypeAMIsReady                 = "AMIsReady"
 	ConditionTypeInstanceProfileReady      = "InstanceProfileReady"
 	ConditionTypeCapacityReservationsReady = "CapacityReservationsReady"
+	ConditionTypePlacementGroupReady       = "PlacementGroupReady"
 	ConditionTypeValidationSucceeded       = "ValidationSucceeded"
 )
 
@@ -155,8 +158,9 @@ const (
 )
 
 // ReadyDependents are the condition types that together make the EC2NodeClass Ready.
-// CapacityReservationsReady counts only when the spec selects capacity
-// reservations: a NodeClass that asks for none does not wait on them.
+// CapacityReservationsReady and PlacementGroupReady count only when the spec selects
+// capacity reservations or a placement group: a NodeClass that asks for none does not
+// wait on them.
 func (in *EC2NodeClass) ReadyDependents() []string {
 	deps := []string{
 		ConditionTypeAMIsReady,
@@ -167,6 +171,9 @@ func (in *EC2NodeClass) ReadyDependents() []string {
 	}
 	if len(in.Spec.CapacityReservationSelectorTerms) > 0 {
 		deps = append(deps, ConditionTypeCapacityReservationsReady)
+	}
+	if in.Spec.PlacementGroupSelector != nil {
+		deps = append(deps, ConditionTypePlacementGroupReady)
 	}
 	return deps
 }

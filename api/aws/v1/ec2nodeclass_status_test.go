@@ -39,6 +39,11 @@ func TestReadyDependents(t *testing.T) {
 	if diff := cmp.Diff(append(base, awsv1.ConditionTypeCapacityReservationsReady), nc.ReadyDependents()); diff != "" {
 		t.Errorf("dependents with capacity reservations (-want +got):\n%s", diff)
 	}
+	nc.Spec.CapacityReservationSelectorTerms = nil
+	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelectorTerm{Name: "analytics"}
+	if diff := cmp.Diff(append(base, awsv1.ConditionTypePlacementGroupReady), nc.ReadyDependents()); diff != "" {
+		t.Errorf("dependents with a placement group (-want +got):\n%s", diff)
+	}
 }
 
 func TestSetConditionDerivesReady(t *testing.T) {

@@ -1,6 +1,7 @@
 // Command tailor is the Tailor node autoscaler. Subcommands:
 //
 //	tailor controller  run the autoscaler against a cluster
+//	tailor convert     turn Karpenter's older APIs into v1 NodePools and EC2NodeClasses
 //	tailor sandbox     a local cluster with Tailor: up, down, status, demo
 //	tailor simulate    plan nodes for manifests, offline
 //	tailor version     print the version
@@ -46,6 +47,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "sandbox":
 		return runSandbox(args[1:], stdout, stderr)
+	case "convert":
+		opts, err := parseConvert(args[1:], stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if err := runConvert(opts, stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "tailor convert:", err)
+			return 1
+		}
+		return 0
 	case "simulate":
 		opts, err := parseSimulate(args[1:], stderr)
 		if errors.Is(err, flag.ErrHelp) {
@@ -78,6 +93,7 @@ func usage(w io.Writer) {
 
 commands:
   controller  run the autoscaler against a cluster
+  convert     turn Karpenter's older APIs (Provisioner, AWSNodeTemplate, v1beta1) into v1
   sandbox     a local control plane with kwok and Tailor: up, down, status, demo
   simulate    plan nodes for pods, NodePools and nodes read from manifests
   version     print the version`)

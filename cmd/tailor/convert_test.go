@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testenv"
+)
+
+// kube reaches the API server the convert tests apply their output to.
+var kube client.Client
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
+
+var update = flag.Bool("update", false, "rewrite the convert golden files from the current output")
+
+// convertDir holds the manifests of the project's seeds (restored where scraping
+// mangled them; each file says how) and fixtures covering every converted field.
+// The seeds 000, 003 and 004 hold no manifests. For NAME.yaml, NAME.golden is the
+// expected stdout and NAME.stderr the expected warnings.
+const convertDir = "testdata/convert"
+
+// Every fixture converts; the output is what the golden files hold, decodes
+// strictly into Tailor's types, and is accepted by a real API server with the CRDs
+// installed, with strict field validation as kubectl applies it.
+func TestConvertFixtures(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join(convertDir, "*.yaml"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no fixtures in %s: %v", convertDir, err)
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"convert", "-f", in, "--role", "KarpenterNodeRole-demo"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+			}
+			golden(t, filepath.Join(convertDir, name+".golden"), stdout.String())
+			golden(t, filepath.Join(convertDir, name+".stderr"), stderr.String())
+			for i, doc := range splitDocuments(t, stdout.Bytes()) {
+				applyConverted(t, i, doc)
+			}
+		})
+	}
+}
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to write it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", path, diff)
+	}
+}
+
+func splitDocuments(t *testing.T, data []byte) [][]byte {
+	t.Helper()
+	var docs [][]byte
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return docs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, doc)
+	}
+}
+
+// applyConverted checks one output document of a Tailor kind: it decodes strictly
+// into the Go type and the API server accepts it (a dry run, so fixtures may reuse
+// names). Documents of other kinds passed through and are not checked here.
+func applyConverted(t *testing.T, i int, doc []byte) {
+	t.Helper()
+	var into any
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &tm); err != nil {
+		t.Fatalf("document %d: %v", i, err)
+	}
+	switch tm.APIVersion + " " + tm.Kind {
+	case "karpenter.sh/v1 NodePool":
+		into = &v1.NodePool{}
+	case "karpenter.sh/v1 NodeClaim":
+		into = &v1.NodeClaim{}
+	case "karpenter.k8s.aws/v1 EC2NodeClass":
+		into = &awsv1.EC2NodeClass{}
+	default:
+		if strings.HasPrefix(tm.APIVersion, "karpenter.") {
+			t.Errorf("document %d: %s %s is not a v1 kind", i, tm.APIVersion, tm.Kind)
+		}
+		return
+	}
+	if err := yaml.UnmarshalStrict(doc, into); err != nil {
+		t.Errorf("document %d (%s): strict decoding: %v", i, tm.Kind, err)
+	}
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := utiljson.Unmarshal(js, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Create(t.Context(), u, client.DryRunAll, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+		t.Errorf("document %d (%s %s): the API server refuses it: %v", i, tm.Kind, u.GetName(), err)
+	}
+}
+
+// What cannot be converted fails the command with the object and the field, and
+// prints nothing on stdout.
+func TestConvertErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Seed 001's AWSNodeTemplate as the post printed it, with its header restored:
+	// the selectors lost their tag keys.
+	printed := write("printed.yaml", `apiVersion: karpenter.k8s.aws/v1alpha1
+kind: AWSNodeTemplate
+metadata:
+  name: default
+spec:
+  subnetSelector: karpenter
+  securityGroupSelector: karpenter
+  tags: karpenter
+`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{"as printed", []string{"-f", printed}, 1, "AWSNodeTemplate default: spec.securityGroupSelector: got a string, want a map of string values"},
+		{"two seeds make NodePool default", []string{"-f", filepath.Join(convertDir, "seed-001-provisioners.yaml"), "-f", filepath.Join(convertDir, "seed-002-provisioner.yaml")},
+			1, "Provisioner default: makes NodePool default, as Provisioner default does"},
+		{"no input", nil, 2, "at least one -f is required"},
+		{"missing file", []string{"-f", filepath.Join(dir, "nope.yaml")}, 1, "no such file"},
+		{"role and instance profile", []string{"-f", printed, "--role", "r", "--instance-profile", "p"}, 2, "give one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(append([]string{"convert"}, tc.args...), &stdout, &stderr); code != tc.code {
+				t.Errorf("exit code %d, want %d; stderr %q", code, tc.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.err) {
+				t.Errorf("stderr %q does not contain %q", stderr.String(), tc.err)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("stdout %q, want nothing", stdout.String())
+			}
+		})
+	}
+}
+
+// -o writes the manifests to a file; the warnings still go to stderr.
+func TestConvertOutputFile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "v1.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"convert", "-f", filepath.Join(convertDir, "seed-001-provisioners.yaml"), "-o", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d; stderr %q", code, stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout.Len() > 0 || !bytes.Contains(data, []byte("kind: NodePool")) {
+		t.Errorf("stdout %q; file %q", stdout.String(), data)
+	}
+	// Without --role, the EC2NodeClass has no identity: stderr says so, and the API
+	// server refuses the class until one is set.
+	if want := "AWSNodeTemplate default: spec.instanceProfile: unset, so the install's default instance profile was used"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q does not contain %q", stderr.String(), want)
+	}
+	docs := splitDocuments(t, data)
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(docs[0], &u.Object); err != nil || u.GetKind() != "EC2NodeClass" {
+		t.Fatalf("first document %q: %v", docs[0], err)
+	}
+	err = kube.Create(t.Context(), u, client.DryRunAll, client.FieldValidation(metav1.FieldValidationStrict))
+	if want := "must specify exactly one of ['role', 'instanceProfile']"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("creating the EC2NodeClass without a role: %v, want an error saying %q", err, want)
+	}
+}

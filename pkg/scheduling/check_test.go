@@ -74,6 +74,13 @@ func checkPlan(t testing.TB, in *Input, plan *Plan) {
 		lbls[v1.CapacityTypeLabelKey] = nn.Offering.CapacityType
 		lbls[v1.LabelHostname] = nn.Name
 		lbls[v1.NodePoolLabelKey] = nn.NodePool
+		// The kubelet and cloud controller set the deprecated beta labels too.
+		for beta, ga := range map[string]string{"beta.kubernetes.io/instance-type": v1.LabelInstanceType, "beta.kubernetes.io/arch": v1.LabelArch,
+			"beta.kubernetes.io/os": v1.LabelOS, "failure-domain.beta.kubernetes.io/zone": v1.LabelZone, "failure-domain.beta.kubernetes.io/region": v1.LabelRegion} {
+			if v, ok := lbls[ga]; ok {
+				lbls[beta] = v
+			}
+		}
 		for k, v := range lbls {
 			if r, ok := nn.Requirements.Get(k); ok && !r.Has(v) && k != v1.LabelHostname {
 				t.Errorf("new node %s: label %s=%s breaks its own requirement %s", nn.Name, k, v, r)

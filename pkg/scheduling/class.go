@@ -170,7 +170,7 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 	}
 	base := Requirements{}
 	for k, v := range pod.Spec.NodeSelector {
-		base = base.With(Requirement{Key: k, values: []string{v}})
+		base = base.With(Requirement{Key: NormalizeKey(k), values: []string{v}})
 	}
 	volumeReqs, err := s.volumeRequirements(pod)
 	if err != nil {
@@ -266,18 +266,15 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 }
 
 // buildLevels lays out the relaxation ladder: everything enforced; then without
-// preferred pod affinity; without preferred node affinity; without ScheduleAnyway
-// spreads; and last with PreferNoSchedule taints tolerated. Levels that would not
-// differ from the one before are skipped.
+// preferred pod affinity; with each lighter preferred node affinity term in turn,
+// then none; without ScheduleAnyway spreads; and last with PreferNoSchedule taints
+// tolerated. Levels that would not differ from the one before are skipped.
 func (c *podClass) buildLevels() {
 	strict := &variant{class: c, terms: c.terms, spreads: append(slices.Clone(c.spreads), c.softSpreads...),
 		affinity: append(slices.Clone(c.affinity), c.prefAffinity...), anti: append(slices.Clone(c.anti), c.prefAnti...),
 		softTaint: true}
 	if len(c.preferred) > 0 {
-		strict.terms = nil
-		for _, t := range c.terms {
-			strict.terms = append(strict.terms, t.And(c.preferred[0]))
-		}
+		strict.terms = andEach(c.terms, c.preferred[0])
 	}
 	c.levels = []*variant{strict}
 	next := func(change func(v *variant) bool) {
@@ -290,12 +287,26 @@ func (c *podClass) buildLevels() {
 		v.affinity, v.anti = c.affinity, c.anti
 		return len(c.prefAffinity)+len(c.prefAnti) > 0
 	})
+	// Preferred node affinity terms are tried one at a time, heaviest first, as
+	// Karpenter relaxes them, before none is.
+	for _, pref := range c.preferred[min(1, len(c.preferred)):] {
+		next(func(v *variant) bool { v.terms = andEach(c.terms, pref); return true })
+	}
 	next(func(v *variant) bool { v.terms = c.terms; return len(c.preferred) > 0 })
 	next(func(v *variant) bool { v.spreads = c.spreads; return len(c.softSpreads) > 0 })
 	next(func(v *variant) bool { v.softTaint = false; return true })
 	for _, v := range c.levels {
 		v.pools = map[*poolState]*poolFit{}
 	}
+}
+
+// andEach joins pref to each of the alternatives in terms.
+func andEach(terms []Requirements, pref Requirements) []Requirements {
+	out := make([]Requirements, len(terms))
+	for i, t := range terms {
+		out[i] = t.And(pref)
+	}
+	return out
 }
 
 // setMonotone decides whether a node that refused the class refuses it for good,

@@ -40,6 +40,7 @@ type Requirement struct {
 // NewRequirement builds a requirement from a node selector operator. Gt, Lt, Gte and
 // Lte take one integer value.
 func NewRequirement(key string, op v1.NodeSelectorOperator, values ...string) (Requirement, error) {
+	key = NormalizeKey(key)
 	r := Requirement{Key: key}
 	switch op {
 	case v1.NodeSelectorOpIn:
@@ -73,6 +74,24 @@ func NewRequirement(key string, op v1.NodeSelectorOperator, values ...string) (R
 		return r, fmt.Errorf("requirement %s has unknown operator %q", key, op)
 	}
 	return r, nil
+}
+
+// deprecatedKeys maps the beta labels the kubelet still sets to their GA keys, so
+// a selector on either means the same thing (as Karpenter normalises them).
+var deprecatedKeys = map[string]string{
+	"beta.kubernetes.io/instance-type":         corev1.LabelInstanceTypeStable,
+	"beta.kubernetes.io/arch":                  corev1.LabelArchStable,
+	"beta.kubernetes.io/os":                    corev1.LabelOSStable,
+	"failure-domain.beta.kubernetes.io/zone":   corev1.LabelTopologyZone,
+	"failure-domain.beta.kubernetes.io/region": corev1.LabelTopologyRegion,
+}
+
+// NormalizeKey returns the GA key of a deprecated well-known label, or key itself.
+func NormalizeKey(key string) string {
+	if ga, ok := deprecatedKeys[key]; ok {
+		return ga
+	}
+	return key
 }
 
 // MustRequirement is NewRequirement for literals in code and tests.
@@ -512,7 +531,7 @@ func FromNodePool(reqs []v1.NodeSelectorRequirementWithMinValues, labels map[str
 		out = out.With(req)
 	}
 	for k, v := range labels {
-		out = out.With(Requirement{Key: k, values: []string{v}})
+		out = out.With(Requirement{Key: NormalizeKey(k), values: []string{v}})
 	}
 	return out, nil
 }

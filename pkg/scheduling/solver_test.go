@@ -475,3 +475,58 @@ func TestSecondOpinionIsDeterministic(t *testing.T) {
 }
 
 func solveWith(in *Input, slack float64) (*Plan, error) { return SolveOnce(in, Options{}, slack), nil }
+
+// Preferred node affinity terms are tried one at a time, heaviest first: when the
+// heaviest cannot be met, the next one still steers the pod (as Karpenter relaxes).
+func TestPreferredNodeAffinityTermsRelaxedOneAtATime(t *testing.T) {
+	prefer := func(weight int32, zone string) podOption {
+		return withPreferredNodeAffinity(weight, corev1.NodeSelectorRequirement{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}})
+	}
+	for _, want := range []string{"zone-b", "zone-c"} {
+		other := map[string]string{"zone-b": "zone-c", "zone-c": "zone-b"}[want]
+		in := &Input{Pods: []*corev1.Pod{makePod("p", "1", "1Gi", prefer(50, "zone-x"), prefer(20, want), prefer(10, other))},
+			NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))}}
+		plan := solve(t, in)
+		if len(plan.NewNodes) != 1 {
+			t.Fatalf("want one node, got %d (unschedulable %v)", len(plan.NewNodes), plan.Unschedulable)
+		}
+		if z := plan.NewNodes[0].Offering.Zone; z != want {
+			t.Errorf("zone %s, want %s: the second-heaviest term once the heaviest (zone-x) cannot be met", z, want)
+		}
+	}
+}
+
+// The deprecated beta labels mean their GA keys in pod selectors, affinities and
+// NodePool requirements.
+func TestDeprecatedLabelsNormalised(t *testing.T) {
+	types := schedtest.SyntheticTypes(4)
+	in := &Input{Pods: []*corev1.Pod{
+		makePod("selector", "1", "1Gi", withNodeSelector("failure-domain.beta.kubernetes.io/zone", "zone-c")),
+		makePod("affinity", "1", "1Gi", withNodeAffinity([]corev1.NodeSelectorRequirement{
+			{Key: "beta.kubernetes.io/instance-type", Operator: corev1.NodeSelectorOpIn, Values: []string{"fake-it-3"}}})),
+	}, NodePools: []*NodePool{pool(makeNodePool("default"), types)}}
+	plan := solve(t, in)
+	if len(plan.Unschedulable) != 0 {
+		t.Fatalf("unschedulable: %v", plan.Unschedulable)
+	}
+	for _, n := range plan.NewNodes {
+		for _, p := range n.Pods {
+			switch p.Name {
+			case "selector":
+				if n.Offering.Zone != "zone-c" {
+					t.Errorf("pod selector: zone %s, want zone-c", n.Offering.Zone)
+				}
+			case "affinity":
+				if n.InstanceType.Name != "fake-it-3" {
+					t.Errorf("pod affinity: type %s, want fake-it-3", n.InstanceType.Name)
+				}
+			}
+		}
+	}
+	in = &Input{Pods: pods(1, "web", "1", "1Gi"), NodePools: []*NodePool{pool(makeNodePool("default",
+		requirement("failure-domain.beta.kubernetes.io/zone", v1.NodeSelectorOpIn, "zone-b")), types)}}
+	plan = solve(t, in)
+	if len(plan.NewNodes) != 1 || plan.NewNodes[0].Offering.Zone != "zone-b" {
+		t.Errorf("NodePool requirement on the beta zone key: want one node in zone-b, got %+v", plan.NewNodes)
+	}
+}

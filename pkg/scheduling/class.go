@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -140,6 +142,13 @@ func classKey(pod *corev1.Pod, req *Resources, n int) string {
 		if v.PersistentVolumeClaim != nil {
 			b.WriteString("V" + v.PersistentVolumeClaim.ClaimName + ";")
 		}
+		if v.Ephemeral != nil {
+			// Its claim is the pod's own, named after it.
+			b.WriteString("E" + pod.Name + "-" + v.Name + "/" + string(pod.UID) + ";")
+			if t := v.Ephemeral.VolumeClaimTemplate; t != nil && t.Spec.StorageClassName != nil {
+				b.WriteString(*t.Spec.StorageClassName + ";")
+			}
+		}
 	}
 	return b.String()
 }
@@ -172,11 +181,10 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 	for k, v := range pod.Spec.NodeSelector {
 		base = base.With(Requirement{Key: NormalizeKey(k), values: []string{v}})
 	}
-	volumeReqs, err := s.volumeRequirements(pod)
+	volumeTerms, err := s.volumeTerms(pod)
 	if err != nil {
 		return fail("%v", err)
 	}
-	base = base.And(volumeReqs)
 	c.terms = []Requirements{base}
 	aff := pod.Spec.Affinity
 	if aff != nil && aff.NodeAffinity != nil {
@@ -206,6 +214,9 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 			}
 			c.preferred = append(c.preferred, t)
 		}
+	}
+	if volumeTerms != nil {
+		c.terms = crossAnd(c.terms, volumeTerms)
 	}
 	for i := range pod.Spec.TopologySpreadConstraints {
 		tsc := &pod.Spec.TopologySpreadConstraints[i]
@@ -324,51 +335,122 @@ func (c *podClass) setMonotone() {
 	}
 }
 
-// volumeRequirements turns the pod's persistent volumes into zone requirements.
-func (s *solver) volumeRequirements(pod *corev1.Pod) (Requirements, error) {
-	var out Requirements
-	for _, vol := range pod.Spec.Volumes {
-		if vol.PersistentVolumeClaim == nil {
-			continue
+// volumeTerms turns the pod's volumes into placement alternatives (OR-ed), as the
+// kube-scheduler's VolumeBinding plugin reads them: a volume's node-affinity terms
+// and a StorageClass's allowed topologies are each alternatives, and every volume
+// narrows every alternative. Nil means no volume constrains the pod.
+func (s *solver) volumeTerms(pod *corev1.Pod) ([]Requirements, error) {
+	var out []Requirements
+	for i := range pod.Spec.Volumes {
+		alts, err := s.volumeAlternatives(pod, &pod.Spec.Volumes[i])
+		if err != nil {
+			return nil, err
 		}
-		pvc := s.pvcs[pod.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName]
-		if pvc == nil {
-			return nil, fmt.Errorf("persistentvolumeclaim %q not found", vol.PersistentVolumeClaim.ClaimName)
-		}
-		if pvc.Spec.VolumeName != "" {
-			pv := s.pvs[pvc.Spec.VolumeName]
-			if pv == nil {
-				return nil, fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, pvc.Name)
-			}
-			if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil && len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) > 0 {
-				// Zonal volumes carry one term; more than one would be an OR we narrow
-				// to its first alternative.
-				t, err := FromNodeSelectorTerm(&pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0])
-				if err != nil {
-					return nil, fmt.Errorf("persistentvolume %q node affinity: %v", pv.Name, err)
-				}
-				out = out.And(t)
-			}
-			continue
-		}
-		className := ""
-		if pvc.Spec.StorageClassName != nil {
-			className = *pvc.Spec.StorageClassName
-		}
-		sc := s.storageClasses[className]
-		if sc == nil || sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != "WaitForFirstConsumer" {
-			return nil, fmt.Errorf("persistentvolumeclaim %q is unbound and its storage class %q does not wait for the first consumer", pvc.Name, className)
-		}
-		for _, topo := range sc.AllowedTopologies {
-			for _, e := range topo.MatchLabelExpressions {
-				r, err := NewRequirement(e.Key, v1.NodeSelectorOpIn, e.Values...)
-				if err != nil {
-					return nil, err
-				}
-				out = out.With(r)
-			}
-			break // alternatives beyond the first are not narrowed to
+		if len(alts) > 0 {
+			out = crossAnd(out, alts)
 		}
 	}
 	return out, nil
+}
+
+// volumeAlternatives are where one volume lets the pod run, or an error saying why
+// it can run nowhere yet.
+func (s *solver) volumeAlternatives(pod *corev1.Pod, vol *corev1.Volume) ([]Requirements, error) {
+	var claimName string
+	var template *corev1.PersistentVolumeClaimTemplate
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		claimName = vol.PersistentVolumeClaim.ClaimName
+	case vol.Ephemeral != nil:
+		// A generic ephemeral volume's claim is named after the pod and volume.
+		claimName, template = pod.Name+"-"+vol.Name, vol.Ephemeral.VolumeClaimTemplate
+	default:
+		return nil, nil
+	}
+	pvc := s.pvcs[pod.Namespace+"/"+claimName]
+	switch {
+	case pvc == nil && template != nil:
+		// The ephemeral volume controller has not made the claim yet: it will be
+		// the template's, unbound.
+		return s.storageClassAlternatives(claimName, template.Spec.StorageClassName)
+	case pvc == nil:
+		return nil, fmt.Errorf("persistentvolumeclaim %q not found", claimName)
+	case template != nil && pod.UID != "" && !metav1.IsControlledBy(pvc, pod):
+		return nil, fmt.Errorf("persistentvolumeclaim %q was not created for the pod's ephemeral volume %q", claimName, vol.Name)
+	case pvc.DeletionTimestamp != nil:
+		return nil, fmt.Errorf("persistentvolumeclaim %q is being deleted", claimName)
+	case pvc.Status.Phase == corev1.ClaimLost:
+		return nil, fmt.Errorf("persistentvolumeclaim %q is lost (its volume is gone)", claimName)
+	case pvc.Spec.VolumeName == "":
+		return s.storageClassAlternatives(claimName, pvc.Spec.StorageClassName)
+	case !claimBound(pvc):
+		return nil, fmt.Errorf("persistentvolumeclaim %q names volume %q but is not bound to it yet", claimName, pvc.Spec.VolumeName)
+	}
+	pv := s.pvs[pvc.Spec.VolumeName]
+	switch {
+	case pv == nil:
+		return nil, fmt.Errorf("persistentvolume %q of claim %q not found", pvc.Spec.VolumeName, claimName)
+	case pv.DeletionTimestamp != nil:
+		return nil, fmt.Errorf("persistentvolume %q of claim %q is being deleted", pv.Name, claimName)
+	case pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil:
+		return nil, nil
+	}
+	var alts []Requirements
+	for i := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		t, err := FromNodeSelectorTerm(&pv.Spec.NodeAffinity.Required.NodeSelectorTerms[i])
+		if err != nil {
+			return nil, fmt.Errorf("persistentvolume %q node affinity: %v", pv.Name, err)
+		}
+		alts = append(alts, t)
+	}
+	return alts, nil
+}
+
+// claimBound says the PV controller has finished binding the claim to the volume
+// it names (the kube-scheduler waits for that annotation; a Bound phase says so too).
+func claimBound(pvc *corev1.PersistentVolumeClaim) bool {
+	_, done := pvc.Annotations["pv.kubernetes.io/bind-completed"]
+	return done || pvc.Status.Phase == corev1.ClaimBound
+}
+
+// storageClassAlternatives are the allowed topologies of an unbound claim's
+// StorageClass, which must wait for the first consumer (an immediate claim is
+// bound by the PV controller before any pod can use it).
+func (s *solver) storageClassAlternatives(claimName string, className *string) ([]Requirements, error) {
+	name := ""
+	if className != nil {
+		name = *className
+	}
+	sc := s.storageClasses[name]
+	if sc == nil || sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
+		return nil, fmt.Errorf("persistentvolumeclaim %q is unbound and its storage class %q does not wait for the first consumer", claimName, name)
+	}
+	var alts []Requirements
+	for _, topo := range sc.AllowedTopologies {
+		var t Requirements
+		for _, e := range topo.MatchLabelExpressions {
+			r, err := NewRequirement(e.Key, v1.NodeSelectorOpIn, e.Values...)
+			if err != nil {
+				return nil, fmt.Errorf("storage class %q allowed topologies: %v", sc.Name, err)
+			}
+			t = t.With(r)
+		}
+		alts = append(alts, t)
+	}
+	return alts, nil
+}
+
+// crossAnd joins every alternative of a with every one of b; nil a stands for no
+// constraint.
+func crossAnd(a, b []Requirements) []Requirements {
+	if a == nil {
+		return b
+	}
+	out := make([]Requirements, 0, len(a)*len(b))
+	for _, x := range a {
+		for _, y := range b {
+			out = append(out, x.And(y))
+		}
+	}
+	return out
 }

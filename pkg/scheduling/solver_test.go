@@ -3,6 +3,7 @@ package scheduling_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -396,7 +397,8 @@ func TestZonalVolume(t *testing.T) {
 		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: v1.LabelZone, Values: []string{"zone-c"}}}}}}
 	scName := "zonal"
 	claims := []*corev1.PersistentVolumeClaim{
-		{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "waiting", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &scName}},
 	}
 	withClaim := func(name string) podOption {
@@ -528,5 +530,111 @@ func TestDeprecatedLabelsNormalised(t *testing.T) {
 	plan = solve(t, in)
 	if len(plan.NewNodes) != 1 || plan.NewNodes[0].Offering.Zone != "zone-b" {
 		t.Errorf("NodePool requirement on the beta zone key: want one node in zone-b, got %+v", plan.NewNodes)
+	}
+}
+
+// Volumes as the kube-scheduler's VolumeBinding plugin reads them: every node
+// affinity term of a PV and every allowed topology of a StorageClass is an
+// alternative; claims being deleted, lost, or not yet bound to the volume they name
+// hold the pod back; a generic ephemeral volume's claim is the pod's own, or (before
+// it exists) its template's.
+func TestVolumes(t *testing.T) {
+	wait := storagev1.VolumeBindingWaitForFirstConsumer
+	zones := func(zs ...string) []corev1.NodeSelectorTerm {
+		var out []corev1.NodeSelectorTerm
+		for _, z := range zs {
+			out = append(out, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{z}}}})
+		}
+		return out
+	}
+	pv := func(name string, terms []corev1.NodeSelectorTerm, deleting bool) *corev1.PersistentVolume {
+		p := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: terms}}}}
+		if deleting {
+			p.DeletionTimestamp, p.Finalizers = &metav1.Time{}, []string{"kubernetes.io/pv-protection"}
+		}
+		return p
+	}
+	className := func(s string) *string { return &s }
+	claim := func(name, volume string, phase corev1.PersistentVolumeClaimPhase, class *string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume, StorageClassName: class}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+	}
+	deletingClaim := claim("deleting", "pv-ab", corev1.ClaimBound, nil)
+	deletingClaim.DeletionTimestamp, deletingClaim.Finalizers = &metav1.Time{}, []string{"kubernetes.io/pvc-protection"}
+	annotatedClaim := claim("annotated", "pv-ab", "", nil)
+	annotatedClaim.Annotations = map[string]string{"pv.kubernetes.io/bind-completed": "yes"}
+	withVolume := func(v corev1.VolumeSource) podOption {
+		return func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: v})
+		}
+	}
+	withClaim := func(name string) podOption {
+		return withVolume(corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}})
+	}
+	ephemeral := func(class string) podOption {
+		return withVolume(corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+			Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}}}})
+	}
+	in := &Input{
+		PersistentVolumes: []*corev1.PersistentVolume{pv("pv-ab", zones("zone-a", "zone-b"), false), pv("pv-c", zones("zone-c"), false),
+			pv("pv-gone", zones("zone-a"), true)},
+		PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{
+			claim("two-terms", "pv-ab", corev1.ClaimBound, nil), claim("zone-c", "pv-c", corev1.ClaimBound, nil),
+			deletingClaim, claim("lost", "pv-ab", corev1.ClaimLost, nil), claim("prebound", "pv-ab", corev1.ClaimPending, nil),
+			annotatedClaim, claim("pv-deleting", "pv-gone", corev1.ClaimBound, nil),
+			claim("two-topologies", "", corev1.ClaimPending, className("bc")),
+			claim("eph-existing-data", "", corev1.ClaimPending, className("bc")),
+		},
+		StorageClasses: []*storagev1.StorageClass{
+			{ObjectMeta: metav1.ObjectMeta{Name: "bc"}, VolumeBindingMode: &wait, AllowedTopologies: []corev1.TopologySelectorTerm{
+				{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: v1.LabelZone, Values: []string{"zone-b"}}}},
+				{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: v1.LabelZone, Values: []string{"zone-c"}}}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "c-only"}, VolumeBindingMode: &wait, AllowedTopologies: []corev1.TopologySelectorTerm{
+				{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: v1.LabelZone, Values: []string{"zone-c"}}}}}},
+		},
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))},
+	}
+	cases := []struct {
+		pod   *corev1.Pod
+		zones []string // nil: no node
+	}{
+		// The second term of the PV's node affinity and the second topology of the
+		// class are where the pod's own selector lets it go.
+		{makePod("two-terms", "1", "1Gi", withClaim("two-terms"), withNodeSelector(v1.LabelZone, "zone-b")), []string{"zone-b"}},
+		{makePod("two-topologies", "1", "1Gi", withClaim("two-topologies"), withNodeSelector(v1.LabelZone, "zone-c")), []string{"zone-c"}},
+		// Two volumes: only the zone both allow.
+		{makePod("both", "1", "1Gi", withClaim("two-topologies"), func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "more", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "zone-c"}}})
+		}), []string{"zone-c"}},
+		{makePod("annotated", "1", "1Gi", withClaim("annotated")), []string{"zone-a", "zone-b"}},
+		{makePod("deleting", "1", "1Gi", withClaim("deleting")), nil},
+		{makePod("lost", "1", "1Gi", withClaim("lost")), nil},
+		{makePod("prebound", "1", "1Gi", withClaim("prebound")), nil},
+		{makePod("pv-deleting", "1", "1Gi", withClaim("pv-deleting")), nil},
+		// An ephemeral volume whose claim does not exist yet goes by its template's
+		// class; once the claim exists, by the claim.
+		{makePod("eph-new", "1", "1Gi", ephemeral("c-only")), []string{"zone-c"}},
+		{makePod("eph-existing", "1", "1Gi", ephemeral("c-only"), withNodeSelector(v1.LabelZone, "zone-b")), []string{"zone-b"}},
+	}
+	for _, tc := range cases {
+		in.Pods = append(in.Pods, tc.pod)
+	}
+	plan := solve(t, in)
+	zoneOf := map[string]string{}
+	for _, n := range plan.NewNodes {
+		for _, p := range n.Pods {
+			zoneOf[p.Name] = n.Offering.Zone
+		}
+	}
+	for _, tc := range cases {
+		z, placed := zoneOf[tc.pod.Name]
+		switch {
+		case tc.zones == nil && placed:
+			t.Errorf("pod %s: placed in %s, want no node", tc.pod.Name, z)
+		case tc.zones != nil && !slices.Contains(tc.zones, z):
+			t.Errorf("pod %s: zone %q, want one of %v", tc.pod.Name, z, tc.zones)
+		}
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
+	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/state"
 )
 
 // Result is a plan with what it took to make it.
@@ -23,28 +23,23 @@ type Result struct {
 	LowerBound float64
 }
 
-// Input turns a workload into the scheduling engine's input; every NodePool gets
-// the same catalog of instance types.
+// Input turns a workload into the scheduling engine's input, as the controller
+// would see the same objects (state.Build); every NodePool gets the same catalog of
+// instance types.
 func Input(w *Workload, types []*scheduling.InstanceType) *scheduling.Input {
-	in := &scheduling.Input{
-		Pods:                   w.Pods,
-		PersistentVolumeClaims: w.PersistentVolumeClaims,
-		PersistentVolumes:      w.PersistentVolumes,
-		StorageClasses:         w.StorageClasses,
-		Namespaces:             w.Namespaces,
-	}
-	for _, np := range w.NodePools {
-		in.NodePools = append(in.NodePools, &scheduling.NodePool{NodePool: np, InstanceTypes: types})
-	}
+	return state.Build(w.Objects(), func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil },
+		state.BuildOptions{Offline: true}).Input
+}
+
+// Objects are the workload's objects as a cluster would list them.
+func (w *Workload) Objects() *state.Objects {
+	pods := slices.Clone(w.Pods)
 	for _, n := range w.Nodes {
-		in.Nodes = append(in.Nodes, &scheduling.Node{Node: n, Pods: w.Bound[n.Name]})
+		pods = append(pods, w.Bound[n.Name]...)
 	}
-	for _, ds := range w.DaemonSets {
-		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
-		p.Name, p.Namespace = ds.Name, ds.Namespace
-		in.DaemonSets = append(in.DaemonSets, p)
-	}
-	return in
+	return &state.Objects{Pods: pods, Nodes: w.Nodes, NodePools: w.NodePools, DaemonSets: w.DaemonSets,
+		PersistentVolumeClaims: w.PersistentVolumeClaims, PersistentVolumes: w.PersistentVolumes,
+		StorageClasses: w.StorageClasses, Namespaces: w.Namespaces, PodDisruptionBudgets: w.PodDisruptionBudgets}
 }
 
 // Run solves the workload.
@@ -62,6 +57,6 @@ func Run(w *Workload, types []*scheduling.InstanceType) (*Result, error) {
 	slices.SortStableFunc(plan.Unschedulable, func(a, b scheduling.Failure) int {
 		return strings.Compare(a.Pod.Namespace+"/"+a.Pod.Name, b.Pod.Namespace+"/"+b.Pod.Name)
 	})
-	return &Result{Plan: plan, Pods: len(w.Pods), SolveSeconds: elapsed.Seconds(),
+	return &Result{Plan: plan, Pods: len(in.Pods), SolveSeconds: elapsed.Seconds(),
 		AllocBytes: after.TotalAlloc - before.TotalAlloc, LowerBound: scheduling.LowerBound(in.NodePools, plan)}, nil
 }

@@ -286,3 +286,99 @@ func TestConsolidateHonoursPDB(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// simulate sees manifests as the controller sees the same cluster (state.Build): a
+// NodePool's node still coming up (no karpenter.sh/initialized label) takes pods
+// despite its startup and cloud-initialization taints; a pod being deleted is not
+// planned for; pods on a node being deleted are; a NodePool being deleted is unused.
+func TestSimulateSeesWhatTheControllerSees(t *testing.T) {
+	const manifests = `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: tailor.sh, kind: SimNodeClass, name: default}
+      startupTaints: [{key: agent-not-ready, effect: NoSchedule}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: going, deletionTimestamp: "2026-01-01T00:00:00Z", finalizers: [x]}
+spec:
+  weight: 100
+  template:
+    spec:
+      nodeClassRef: {group: tailor.sh, kind: SimNodeClass, name: default}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: coming-up
+  labels: {karpenter.sh/nodepool: default, kubernetes.io/hostname: coming-up, kubernetes.io/arch: amd64, kubernetes.io/os: linux,
+    node.kubernetes.io/instance-type: m5.xlarge, topology.kubernetes.io/zone: us-east-1a, karpenter.sh/capacity-type: on-demand}
+spec:
+  taints:
+  - {key: agent-not-ready, effect: NoSchedule}
+  - {key: node.cloudprovider.kubernetes.io/uninitialized, value: "true", effect: NoSchedule}
+status:
+  allocatable: {cpu: "4", memory: 16Gi, pods: "58"}
+  capacity: {cpu: "4", memory: 16Gi, pods: "58"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: leaving
+  deletionTimestamp: "2026-01-01T00:00:00Z"
+  finalizers: [karpenter.sh/termination]
+  labels: {karpenter.sh/nodepool: default, kubernetes.io/hostname: leaving}
+status:
+  allocatable: {cpu: "4", memory: 16Gi, pods: "58"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: evicted-soon, namespace: default}
+spec:
+  nodeName: leaving
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: new, namespace: default}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: deleted, namespace: default, deletionTimestamp: "2026-01-01T00:00:00Z", finalizers: [x]}
+spec:
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(path, []byte(manifests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Load(t.Context(), []string{path}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(w, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := map[string]string{}
+	for _, b := range res.Plan.Bindings {
+		bound[b.Pod.Name] = b.Node
+	}
+	if res.Pods != 2 || bound["new"] != "coming-up" || bound["evicted-soon"] != "coming-up" || len(res.Plan.NewNodes) != 0 {
+		t.Errorf("planned for %d pods, bindings %v, %d new nodes; want new and evicted-soon on coming-up and no new node",
+			res.Pods, bound, len(res.Plan.NewNodes))
+	}
+	for _, u := range res.Plan.Unschedulable {
+		t.Errorf("unschedulable: %s: %s", u.Pod.Name, u.Reason)
+	}
+}

@@ -109,6 +109,13 @@ type Snapshot struct {
 	PDBs []*policyv1.PodDisruptionBudget
 }
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups="",resources=pods;nodes;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+
 // Kinds are the kinds a snapshot reads. Start the cache's informers for them with
 // the controller: an informer starts on first read otherwise, and the first batch
 // would wait for its initial lists.
@@ -145,38 +152,89 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 			return nil, fmt.Errorf("listing %T: %w", list, err)
 		}
 	}
+	return Build(&Objects{Pods: pods, Nodes: pointers(nodes.Items), NodeClaims: pointers(claims.Items), NodePools: pointers(pools.Items),
+		DaemonSets: pointers(daemonSets.Items), PersistentVolumeClaims: pointers(pvcs.Items), PersistentVolumes: pointers(pvs.Items),
+		StorageClasses: pointers(classes.Items), Namespaces: pointers(namespaces.Items), PodDisruptionBudgets: pointers(pdbs.Items)},
+		instanceTypes, BuildOptions{}), nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// Objects are what a plan is made from: listed from the cluster by the controller,
+// read from manifests by tailor simulate.
+type Objects struct {
+	// Pods are all pods, bound or not.
+	Pods                   []*corev1.Pod
+	Nodes                  []*corev1.Node
+	NodeClaims             []*v1.NodeClaim
+	NodePools              []*v1.NodePool
+	DaemonSets             []*appsv1.DaemonSet
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+	Namespaces             []*corev1.Namespace
+	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
+}
+
+// BuildOptions say how to read objects that did not come from a live cluster.
+type BuildOptions struct {
+	// Offline objects come from manifests: no kube-scheduler has tried their pods,
+	// so every unbound pod that would be provisionable is pending; NodePools without
+	// a Ready condition (never reconciled) count as Ready; and Nodes labelled with a
+	// NodePool but no NodeClaim stand for that NodePool's claims.
+	Offline bool
+}
+
+// Build assembles the scheduling engine's input from objects, the one way both the
+// controller and tailor simulate do it (pure: no client, no clock). The objects are
+// only read, and shared with the result.
+func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.InstanceType, error), opts BuildOptions) *Snapshot {
 	in := &scheduling.Input{}
 	snap := &Snapshot{Input: in}
 	bound := map[string][]*corev1.Pod{}
-	for _, p := range pods {
+	for _, p := range objs.Pods {
 		switch {
 		case p.Spec.NodeName != "":
 			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
-		case Provisionable(p):
+		case Provisionable(p) || opts.Offline && provisionableOffline(p):
 			in.Pods = append(in.Pods, p)
 		}
 	}
 	// Each pool's types by name, for the reservations of its claims not launched.
 	typesOf := map[string]map[string]*scheduling.InstanceType{}
-	for i := range pools.Items {
-		np := &pools.Items[i]
+	poolOf := map[string]*v1.NodePool{}
+	for _, np := range objs.NodePools {
 		if np.DeletionTimestamp != nil {
 			continue
 		}
+		poolOf[np.Name] = np
 		pool := &scheduling.NodePool{NodePool: np}
 		// One broken NodePool (its NodeClass missing, say) must not stop the others.
 		// A NodePool not Ready would have every claim refused (a template label the
 		// API server rejects, say).
+		var err error
 		if pool.InstanceTypes, err = instanceTypes(np); err != nil {
 			pool.Unavailable = err.Error()
-		} else if ready, why := NodePoolReady(np); !ready {
+		} else if ready, why := NodePoolReady(np); !ready && !(opts.Offline && neverReconciled(np)) {
 			pool.Unavailable = why
 		}
 		typesOf[np.Name] = TypesByName(pool.InstanceTypes)
 		snap.NodePools = append(snap.NodePools, np)
 		in.NodePools = append(in.NodePools, pool)
 	}
-	sorted := sortNodes(nodes.Items, claims.Items, typesOf)
+	nodes, claims := objs.Nodes, objs.NodeClaims
+	if opts.Offline {
+		var standIns []*v1.NodeClaim
+		nodes, standIns = standInClaims(nodes, claims, poolOf)
+		claims = append(slices.Clone(claims), standIns...)
+	}
+	sorted := sortNodes(nodes, claims, typesOf)
 	for _, n := range sorted.leaving {
 		// Going away: its pods need a place now, before they are evicted, so that
 		// their new node is on its way while the old one drains.
@@ -197,34 +255,67 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 	for _, pool := range in.NodePools {
 		pool.Draining = countedDraining(pool.NodePool, sorted.draining[pool.NodePool.Name])
 	}
-	for i := range claims.Items {
-		snap.Claims = append(snap.Claims, &claims.Items[i])
-	}
-	for i := range daemonSets.Items {
-		ds := &daemonSets.Items[i]
+	snap.Claims = objs.NodeClaims
+	for _, ds := range objs.DaemonSets {
 		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
 		p.Name, p.Namespace = ds.Name, ds.Namespace
 		in.DaemonSets = append(in.DaemonSets, p)
 	}
-	for i := range pvcs.Items {
-		in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, &pvcs.Items[i])
-	}
-	for i := range pvs.Items {
-		in.PersistentVolumes = append(in.PersistentVolumes, &pvs.Items[i])
-	}
-	for i := range classes.Items {
-		in.StorageClasses = append(in.StorageClasses, &classes.Items[i])
-	}
-	for i := range namespaces.Items {
-		in.Namespaces = append(in.Namespaces, &namespaces.Items[i])
-	}
-	for i := range pdbs.Items {
-		snap.PDBs = append(snap.PDBs, &pdbs.Items[i])
-	}
+	in.PersistentVolumeClaims = objs.PersistentVolumeClaims
+	in.PersistentVolumes = objs.PersistentVolumes
+	in.StorageClasses = objs.StorageClasses
+	in.Namespaces = objs.Namespaces
+	snap.PDBs = objs.PodDisruptionBudgets
 	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	return snap, nil
+	return snap
+}
+
+// provisionableOffline is Provisionable for a pod no kube-scheduler has seen.
+func provisionableOffline(p *corev1.Pod) bool {
+	return p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !scheduling.IsTerminal(p) && !scheduling.IsDaemonSetPod(p)
+}
+
+// neverReconciled: a NodePool from a manifest, which no controller has looked at.
+func neverReconciled(np *v1.NodePool) bool {
+	return meta.FindStatusCondition(np.Status.Conditions, v1.ConditionTypeReady) == nil
+}
+
+// standInClaims describe, for manifests, the claims of Nodes labelled with a
+// NodePool that have none in the input: initialized as the node's
+// karpenter.sh/initialized label says, with the NodePool's startup taints, so a node
+// still coming up is seen as it will be, as the controller sees it. Nodes without a
+// provider ID get one (in a copy) to pair them with their stand-in.
+func standInClaims(nodes []*corev1.Node, claims []*v1.NodeClaim, pools map[string]*v1.NodePool) ([]*corev1.Node, []*v1.NodeClaim) {
+	known := map[string]bool{}
+	for _, nc := range claims {
+		known[nc.Status.ProviderID] = true
+	}
+	outNodes := make([]*corev1.Node, 0, len(nodes))
+	var out []*v1.NodeClaim
+	for _, n := range nodes {
+		poolName, managed := n.Labels[v1.NodePoolLabelKey]
+		if !managed || n.Spec.ProviderID != "" && known[n.Spec.ProviderID] {
+			outNodes = append(outNodes, n)
+			continue
+		}
+		if n.Spec.ProviderID == "" {
+			n = n.DeepCopy()
+			n.Spec.ProviderID = "manifest:///" + n.Name
+		}
+		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}
+		nc.Status.ProviderID = n.Spec.ProviderID
+		if np := pools[poolName]; np != nil {
+			nc.Spec.StartupTaints = np.Spec.Template.Spec.StartupTaints
+		}
+		if n.Labels[v1.NodeInitializedLabelKey] == "true" {
+			nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+		}
+		outNodes = append(outNodes, n)
+		out = append(out, nc)
+	}
+	return outNodes, out
 }
 
 // sorted is the cluster's nodes and claims by what they are to a plan.
@@ -243,17 +334,16 @@ type sorted struct {
 
 // sortNodes sorts nodes and claims; types are each pool's instance types by name,
 // for the reservations of claims not launched yet.
-func sortNodes(nodes []corev1.Node, claims []v1.NodeClaim, types map[string]map[string]*scheduling.InstanceType) sorted {
+func sortNodes(nodes []*corev1.Node, claims []*v1.NodeClaim, types map[string]map[string]*scheduling.InstanceType) sorted {
 	out := sorted{draining: map[string]corev1.ResourceList{}}
 	claimOf := map[string]*v1.NodeClaim{}
-	for i := range claims {
-		if id := claims[i].Status.ProviderID; id != "" {
-			claimOf[id] = &claims[i]
+	for _, nc := range claims {
+		if id := nc.Status.ProviderID; id != "" {
+			claimOf[id] = nc
 		}
 	}
 	registered := map[string]*corev1.Node{}
-	for i := range nodes {
-		n := &nodes[i]
+	for _, n := range nodes {
 		registered[n.Spec.ProviderID] = n
 		nc := claimOf[n.Spec.ProviderID]
 		if n.DeletionTimestamp != nil || nc != nil && nc.DeletionTimestamp != nil {
@@ -268,8 +358,7 @@ func sortNodes(nodes []corev1.Node, claims []v1.NodeClaim, types map[string]map[
 		}
 		out.up = append(out.up, n)
 	}
-	for i := range claims {
-		nc := &claims[i]
+	for _, nc := range claims {
 		if nc.Status.ProviderID != "" && registered[nc.Status.ProviderID] != nil {
 			continue // counted with its node
 		}
@@ -317,6 +406,9 @@ func limitCapacity(n *corev1.Node) corev1.ResourceList {
 	out := n.Status.Capacity.DeepCopy()
 	if len(out) == 0 {
 		out = n.Status.Allocatable.DeepCopy()
+	}
+	if out == nil { // a Node with no status yet
+		out = corev1.ResourceList{}
 	}
 	out[resourceNodes] = *resource.NewQuantity(1, resource.DecimalSI)
 	return out
@@ -386,7 +478,7 @@ func (c *Cluster) Usage(ctx context.Context, pools []*scheduling.NodePool) (map[
 	for _, p := range pools {
 		types[p.NodePool.Name] = TypesByName(p.InstanceTypes)
 	}
-	return usage(sortNodes(nodes.Items, claims.Items, types)), nil
+	return usage(sortNodes(pointers(nodes.Items), pointers(claims.Items), types)), nil
 }
 
 // usage sums what the sorted nodes and claims count against each pool's limits.
@@ -403,12 +495,18 @@ func usage(s sorted) map[string]corev1.ResourceList {
 	return out
 }
 
+// cloudUninitializedTaint is on a Node until the cloud controller manager has
+// initialized it (k8s.io/cloud-provider's TaintExternalCloudProvider).
+const cloudUninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
+
 // withoutStartupTaints describes a node still coming up as it will be once up: the
-// taints of registration, readiness and the claim's startup taints are passing, and
+// taints of registration, readiness, the cloud controller's initialization and the
+// claim's startup taints are passing, and
 // pods provisioned for it would otherwise be provisioned for again meanwhile.
 func withoutStartupTaints(n *corev1.Node, nc *v1.NodeClaim) *corev1.Node {
 	passing := func(t corev1.Taint) bool {
-		if t.Key == v1.UnregisteredNoExecuteTaint.Key || t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+		if t.Key == v1.UnregisteredNoExecuteTaint.Key || t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable ||
+			t.Key == cloudUninitializedTaint {
 			return true
 		}
 		for _, st := range nc.Spec.StartupTaints {

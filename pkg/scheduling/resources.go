@@ -74,6 +74,11 @@ func (r *Resources) IsZero() bool {
 	return r.fast == [fastResources]int64{} && !slices.ContainsFunc(r.more, func(v int64) bool { return v != 0 })
 }
 
+// anyNegative reports whether some amount is below zero.
+func (r *Resources) anyNegative() bool {
+	return slices.ContainsFunc(r.fast[:], func(v int64) bool { return v < 0 }) || slices.ContainsFunc(r.more, func(v int64) bool { return v < 0 })
+}
+
 func clampQuantity(v int64) int64 { return min(max(v, -MaxQuantity), MaxQuantity) }
 
 // ResourceIndex maps resource names to positions in Resources for one solve. It

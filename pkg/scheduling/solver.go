@@ -100,6 +100,7 @@ type poolState struct {
 	reqs        Requirements // template requirements and labels, and what the types offer
 	taints      []corev1.Taint
 	startup     []corev1.Taint
+	daemonPorts []hostPort  // host ports DaemonSets take on every new node
 	types       []*typeInfo // compatible types with an available offering, cheapest first
 	ranked      []*typeInfo // the same, best score first (see rank)
 
@@ -161,6 +162,7 @@ type daemon struct {
 	pod   *corev1.Pod
 	req   Resources
 	terms []Requirements
+	ports []hostPort
 }
 
 func newSolver(in *Input, opts Options) *solver {
@@ -216,8 +218,16 @@ func (s *solver) addDaemons(daemons []*corev1.Pod) {
 		for _, err := range errs {
 			s.warnings = append(s.warnings, fmt.Sprintf("DaemonSet %s/%s: %v", d.Namespace, d.Name, err))
 		}
-		s.daemons = append(s.daemons, &daemon{pod: d, req: req, terms: terms})
+		s.daemons = append(s.daemons, &daemon{pod: d, req: req, terms: terms, ports: podHostPorts(d)})
 	}
+}
+
+// daemonView is a new node's requirements as a DaemonSet selects nodes: it will be
+// labelled karpenter.sh/registered and karpenter.sh/initialized, so DaemonSets
+// that wait for those labels count towards its size too.
+func daemonView(reqs Requirements) Requirements {
+	return reqs.With(Requirement{Key: v1.NodeRegisteredLabelKey, values: []string{"true"}}).
+		With(Requirement{Key: v1.NodeInitializedLabelKey, values: []string{"true"}})
 }
 
 // nodeAffinityTerms returns a pod's required node affinity alternatives joined with
@@ -340,7 +350,7 @@ func (s *solver) addPools(pools []*NodePool) {
 			if s.nodesPos >= 0 {
 				t.capacity.Set(s.nodesPos, 1)
 			}
-			nodeReqs := reqs.And(it.Requirements)
+			nodeReqs := daemonView(reqs.And(it.Requirements))
 			for _, d := range s.daemons {
 				if Untolerated(d.pod.Spec.Tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) != nil {
 					continue
@@ -350,6 +360,11 @@ func (s *solver) addPools(pools []*NodePool) {
 				}
 			}
 			t.alloc = t.alloc.Sub(t.daemons, allResources)
+			if t.alloc.anyNegative() {
+				// Its DaemonSets alone overflow it: no pod fits, not even one
+				// requesting nothing (the kube-scheduler would not place them).
+				continue
+			}
 			types = append(types, t)
 		}
 		slices.SortStableFunc(types, func(a, b *typeInfo) int {
@@ -363,6 +378,14 @@ func (s *solver) addPools(pools []*NodePool) {
 		}
 		ps.types = types
 		ps.reqs = reqs.And(unionRequirements(types))
+		// Host ports of the DaemonSets that run on every node of the pool are taken
+		// on each of its new nodes.
+		for _, d := range s.daemons {
+			if len(d.ports) > 0 && Untolerated(d.pod.Spec.Tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil &&
+				admitsAny(daemonView(ps.reqs), d.terms) {
+				ps.daemonPorts = append(ps.daemonPorts, d.ports...)
+			}
+		}
 		s.pools = append(s.pools, ps)
 	}
 	slices.SortStableFunc(s.pools, func(a, b *poolState) int {
@@ -856,7 +879,7 @@ func (s *solver) openNode(p *podInfo, v *variant, explain bool) (*simNode, strin
 		}
 		n := &simNode{name: fmt.Sprintf("planned-%d", s.planned+1), kind: plannedNode, pool: ps,
 			reqs:   ps.reqs.With(Requirement{Key: v1.LabelHostname, values: []string{fmt.Sprintf("planned-%d", s.planned+1)}}),
-			taints: ps.taints}
+			taints: ps.taints, ports: slices.Clone(ps.daemonPorts)}
 		for _, t := range ps.types {
 			if ps.withinLimits(t) {
 				n.options = append(n.options, t)

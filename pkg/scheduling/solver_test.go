@@ -638,3 +638,40 @@ func TestVolumes(t *testing.T) {
 		}
 	}
 }
+
+// DaemonSets as the kube-scheduler will place them on new nodes: those waiting for
+// karpenter.sh/initialized count; their host ports are taken; and a type their
+// requests overflow takes no pod at all, even one requesting nothing.
+func TestDaemonSetsOnNewNodes(t *testing.T) {
+	types := schedtest.SyntheticTypes(4)
+	initializedOnly := makePod("late-agent", "1", "1Gi", withNodeSelector(v1.NodeInitializedLabelKey, "true"))
+	in := &Input{Pods: pods(1, "web", "1", "1Gi"), DaemonSets: []*corev1.Pod{initializedOnly},
+		NodePools: []*NodePool{pool(makeNodePool("default"), types)}}
+	plan := solve(t, in)
+	if got := plan.NewNodes[0].InstanceType.Name; got != "fake-it-2" {
+		t.Errorf("instance type %s, want fake-it-2 (room for the DaemonSet that waits for karpenter.sh/initialized)", got)
+	}
+
+	agent := makePod("agent", "100m", "100Mi", withHostPort(9100))
+	in = &Input{Pods: pods(2, "exporter", "100m", "100Mi", withHostPort(9100)), DaemonSets: []*corev1.Pod{agent},
+		NodePools: []*NodePool{pool(makeNodePool("default"), types)}}
+	plan = solve(t, in)
+	if len(plan.NewNodes) != 0 || len(plan.Unschedulable) != 2 {
+		t.Errorf("pods wanting the DaemonSet's host port: %d new nodes, %d unschedulable; want none placed", len(plan.NewNodes), len(plan.Unschedulable))
+	}
+
+	// A DaemonSet of 1.5 cpu overflows fake-it-0 (1 cpu) and fake-it-1 (2 cpu less
+	// 100m overhead is 1.9 cpu, fine): an empty pod must not go to fake-it-0.
+	big := makePod("big-agent", "1500m", "100Mi")
+	in = &Input{Pods: []*corev1.Pod{makePod("empty", "0", "0")}, DaemonSets: []*corev1.Pod{big},
+		NodePools: []*NodePool{pool(makeNodePool("default"), types)}}
+	plan = solve(t, in)
+	if len(plan.NewNodes) != 1 {
+		t.Fatalf("want one new node, got %d (unschedulable %v)", len(plan.NewNodes), plan.Unschedulable)
+	}
+	for _, it := range plan.NewNodes[0].InstanceTypes {
+		if it.Name == "fake-it-0" {
+			t.Errorf("fake-it-0 offered although its DaemonSets overflow it; chose %s", plan.NewNodes[0].InstanceType.Name)
+		}
+	}
+}

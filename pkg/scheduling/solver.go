@@ -523,7 +523,7 @@ func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, 
 		return g, nil
 	}
 	g := &group{kind: spreadGroup, key: tsc.TopologyKey, podSelection: podSelection{selector: sel, namespaces: []string{pod.Namespace}},
-		maxSkew: tsc.MaxSkew, minDomains: minDomains, others: others, counts: map[string]int32{}}
+		maxSkew: tsc.MaxSkew, minDomains: minDomains, others: others, honorTaints: honorTaints, counts: map[string]int32{}}
 	if honorAffinity || honorTaints || len(others) > 0 {
 		g.eligible = func(n *simNode) bool {
 			if !hasLabels(n.reqs, others) {
@@ -595,6 +595,11 @@ func (s *solver) spreadDomains() {
 		}
 		for _, ps := range s.pools {
 			if !admitsAny(ps.reqs, c.terms) || !hasLabels(ps.reqs, g.others) {
+				continue
+			}
+			// nodeTaintsPolicy Honor: a pool whose taints the pod does not tolerate
+			// brings no domain.
+			if g.honorTaints && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) != nil {
 				continue
 			}
 			if g.key == v1.LabelHostname {

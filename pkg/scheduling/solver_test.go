@@ -675,3 +675,23 @@ func TestDaemonSetsOnNewNodes(t *testing.T) {
 		}
 	}
 }
+
+// With nodeTaintsPolicy Honor, a zone only a tainted NodePool offers is no domain
+// of the spread: the pods spread over the zones they can reach, instead of some
+// being held back for a zone they cannot go to.
+func TestSpreadNodeTaintsPolicyHonor(t *testing.T) {
+	types := schedtest.SyntheticTypes(4)
+	honor := corev1.NodeInclusionPolicyHonor
+	spread := func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, NodeTaintsPolicy: &honor, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	}
+	in := &Input{Pods: pods(4, "web", "1", "1Gi", withLabels("app", "web"), spread), NodePools: []*NodePool{
+		pool(makeNodePool("ab", requirement(v1.LabelZone, v1.NodeSelectorOpIn, "zone-a", "zone-b")), types),
+		pool(makeNodePool("c-tainted", requirement(v1.LabelZone, v1.NodeSelectorOpIn, "zone-c"), taint("dedicated", "x", corev1.TaintEffectNoSchedule)), types),
+	}}
+	plan := solve(t, in)
+	if len(plan.Unschedulable) != 0 {
+		t.Errorf("%d pods unschedulable (%v); the tainted pool's zone-c must not count as a domain", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
+	}
+}

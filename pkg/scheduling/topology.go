@@ -43,6 +43,9 @@ type group struct {
 	// eligible, when set, says whether a node's pods and domain count for the spread
 	// (nodeAffinityPolicy and nodeTaintsPolicy Honor, others).
 	eligible func(*simNode) bool
+	// honorTaints: nodeTaintsPolicy Honor, so NodePools whose taints the owner does
+	// not tolerate bring no domain.
+	honorTaints bool
 
 	counts map[string]int32 // matching pods per domain
 	total  int32            // matching pods anywhere

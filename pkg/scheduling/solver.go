@@ -1600,7 +1600,7 @@ func (s *solver) repack(group []*simNode) []*simNode {
 			break
 		}
 		bins, binUsed := packInto(members, &t.alloc, s.n)
-		if bins == nil {
+		if bins == nil || !s.binsKeepMinValues(first.reqs, candidates, binUsed) {
 			continue
 		}
 		cost := float64(len(bins)-1) * prices[t]
@@ -1649,6 +1649,26 @@ func (s *solver) repack(group []*simNode) []*simNode {
 		}
 	}
 	return pieces
+}
+
+// binsKeepMinValues reports whether, for each bin of a repack, enough of the
+// candidate types hold it for the requirements' minValues.
+func (s *solver) binsKeepMinValues(reqs Requirements, candidates []*typeInfo, binUsed []Resources) bool {
+	if !slices.ContainsFunc(reqs, func(r Requirement) bool { return r.MinValues > 0 }) {
+		return true
+	}
+	for i := range binUsed {
+		var options []*typeInfo
+		for _, t := range candidates {
+			if Fits(&Resources{}, &binUsed[i], &t.alloc, s.n) < 0 {
+				options = append(options, t)
+			}
+		}
+		if !minValuesMet(reqs, options, func(t *typeInfo) *typeInfo { return t }) {
+			return false
+		}
+	}
+	return true
 }
 
 // requirementsKey identifies a node's pool and requirements, less its hostname.

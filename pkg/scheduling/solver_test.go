@@ -695,3 +695,21 @@ func TestSpreadNodeTaintsPolicyHonor(t *testing.T) {
 		t.Errorf("%d pods unschedulable (%v); the tainted pool's zone-c must not count as a domain", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
 	}
 }
+
+// minValues holds after the repack pass: nodes are not merged into one that only
+// fewer instance types than minValues can hold.
+func TestMinValuesSurviveRepack(t *testing.T) {
+	types := schedtest.SyntheticTypes(4)
+	names := []string{"fake-it-0", "fake-it-1", "fake-it-2", "fake-it-3"}
+	in := &Input{Pods: pods(3, "web", "1200m", "1Gi"),
+		NodePools: []*NodePool{pool(makeNodePool("default", minValues(v1.LabelInstanceType, 3, names...)), types)}}
+	plan := solve(t, in)
+	if len(plan.Unschedulable) != 0 {
+		t.Fatalf("unschedulable: %v", plan.Unschedulable)
+	}
+	for _, n := range plan.NewNodes {
+		if len(n.InstanceTypes) < 3 {
+			t.Errorf("node %s (%d pods) keeps %d instance types, want at least 3 (minValues)", n.Name, len(n.Pods), len(n.InstanceTypes))
+		}
+	}
+}

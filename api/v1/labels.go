@@ -11,6 +11,9 @@ const (
 	CapacityTypeLabelKey    = Group + "/capacity-type"
 	NodeInitializedLabelKey = Group + "/initialized"
 	NodeRegisteredLabelKey  = Group + "/registered"
+	// NodeDoNotSyncTaintsLabelKey, "true" on a Node (set by its kubelet), keeps
+	// registration from syncing the NodeClaim's taints onto it.
+	NodeDoNotSyncTaintsLabelKey = Group + "/do-not-sync-taints"
 
 	LabelHostname     = corev1.LabelHostname
 	LabelInstanceType = corev1.LabelInstanceTypeStable
@@ -30,6 +33,9 @@ const (
 	NodePoolHashAnnotationKey                  = Group + "/nodepool-hash"
 	NodePoolHashVersionAnnotationKey           = Group + "/nodepool-hash-version"
 	NodeClaimTerminationTimestampAnnotationKey = Group + "/nodeclaim-termination-timestamp"
+	// NodeClaimMinValuesRelaxedAnnotationKey is "true" on a claim whose NodePool's
+	// minValues were relaxed to launch it (--min-values-policy BestEffort).
+	NodeClaimMinValuesRelaxedAnnotationKey = Group + "/nodeclaim-min-values-relaxed"
 )
 
 // TerminationFinalizer holds Nodes and NodeClaims until their instance is gone.

@@ -29,6 +29,8 @@ type simulateOptions struct {
 	limits        simulate.Limits
 	// nodeOverhead is what each node keeps back from its capacity.
 	nodeOverhead allocatable.Model
+	// scheduling are the engine's preference and minValues policies.
+	scheduling scheduling.Options
 }
 
 type fileList []string
@@ -48,10 +50,13 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, error) {
 	maxInput := fs.String("max-input-size", resource.NewQuantity(simulate.DefaultMaxBytes, resource.BinarySI).String(),
 		"the most input read, over all files and after decompression (a quantity: 64Mi, 1Gi)")
 	fs.IntVar(&opts.limits.MaxPods, "max-pods", simulate.DefaultMaxPods, "the most pods (and StatefulSet volume claims) the manifests may make")
+	preferencePolicy := fs.String("preference-policy", string(scheduling.PreferencePolicyRespect), "Respect or Ignore pods' preferences (preferred affinities, ScheduleAnyway spreads), as the controller's flag")
+	minValuesPolicy := fs.String("min-values-policy", string(scheduling.MinValuesPolicyStrict), "Strict or BestEffort: whether NodePools' minValues may be relaxed when pods would otherwise fit nowhere, as the controller's flag")
 	overhead := fs.String("node-overhead", "eks", "what a new node keeps back from its capacity: eks (as an EKS node: VM overhead, kube-reserved from its cpu and pods, eviction thresholds) or kwok (100m cpu and 10Mi memory, as Karpenter's kwok provider, to compare plans with it)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: tailor simulate -f FILE_OR_DIR [-f ...] [--instance-types FILE] [--output table|json|yaml] [--consolidate]
                        [--max-input-size 64Mi] [--max-pods N] [--node-overhead eks|kwok]
+                       [--preference-policy Respect|Ignore] [--min-values-policy Strict|BestEffort]
 
 Plans nodes for the pending pods in the manifests (Pods, Deployments, StatefulSets,
 ReplicaSets, Jobs, DaemonSets, NodePools, Nodes and their bound Pods, volumes), with
@@ -79,6 +84,12 @@ pods: which nodes it would remove or replace, pass after pass, and the saving.`)
 	opts.limits.MaxBytes = q.Value()
 	if opts.limits.MaxPods <= 0 {
 		return nil, fmt.Errorf("simulate: --max-pods %d: want a positive number", opts.limits.MaxPods)
+	}
+	if opts.scheduling.PreferencePolicy, err = scheduling.ParsePreferencePolicy(*preferencePolicy); err != nil {
+		return nil, fmt.Errorf("simulate: --preference-policy: %w", err)
+	}
+	if opts.scheduling.MinValuesPolicy, err = scheduling.ParseMinValuesPolicy(*minValuesPolicy); err != nil {
+		return nil, fmt.Errorf("simulate: --min-values-policy: %w", err)
 	}
 	switch *overhead {
 	case "eks":
@@ -118,7 +129,7 @@ func runSimulate(ctx context.Context, opts *simulateOptions, stdout, stderr io.W
 	if opts.consolidate {
 		return writeConsolidation(w, types, opts, stdout, stderr)
 	}
-	result, err := simulate.Run(w, types)
+	result, err := simulate.Run(w, types, opts.scheduling)
 	if err != nil {
 		return err
 	}
@@ -137,7 +148,7 @@ func writeConsolidation(w *simulate.Workload, types []*scheduling.InstanceType, 
 	if len(w.Pods) > 0 {
 		fmt.Fprintf(stderr, "note: %d pending pods are left out of --consolidate\n", len(w.Pods))
 	}
-	c, err := simulate.Consolidate(w, types, disruption.Options{MinSavings: opts.minSavings})
+	c, err := simulate.Consolidate(w, types, disruption.Options{MinSavings: opts.minSavings, Scheduling: opts.scheduling})
 	if err != nil {
 		return err
 	}

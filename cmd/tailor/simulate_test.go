@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/simulate"
 )
 
@@ -106,6 +107,28 @@ spec:
 		}
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("--node-overhead %s: output %q lacks %s", overhead, stdout.String(), want)
+		}
+	}
+}
+
+func TestParseSchedulingPolicies(t *testing.T) {
+	opts, err := parseSimulate([]string{"-f", "x.yaml"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.scheduling.PreferencePolicy != scheduling.PreferencePolicyRespect || opts.scheduling.MinValuesPolicy != scheduling.MinValuesPolicyStrict {
+		t.Errorf("defaults %+v, want Respect and Strict", opts.scheduling)
+	}
+	opts, err = parseSimulate([]string{"-f", "x.yaml", "--preference-policy", "Ignore", "--min-values-policy", "BestEffort"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.scheduling.PreferencePolicy != scheduling.PreferencePolicyIgnore || opts.scheduling.MinValuesPolicy != scheduling.MinValuesPolicyBestEffort {
+		t.Errorf("parsed %+v, want Ignore and BestEffort", opts.scheduling)
+	}
+	for flag, want := range map[string]string{"--preference-policy": "want Respect or Ignore", "--min-values-policy": "want Strict or BestEffort"} {
+		if _, err := parseSimulate([]string{"-f", "x.yaml", flag, "sometimes"}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s sometimes: %v, want an error saying %q", flag, err, want)
 		}
 	}
 }

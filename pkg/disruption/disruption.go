@@ -51,6 +51,14 @@ type Options struct {
 	// MultiNodeLimit bounds the candidates multi-node consolidation considers
 	// together. Zero means 100.
 	MultiNodeLimit int
+	// SpotToSpotConsolidation lets a spot node be replaced by a cheaper spot node
+	// (Karpenter's feature gate of that name, off by default): one node at a time,
+	// and only with SpotToSpotMinOptions cheaper types to choose from. Off, spot
+	// nodes are consolidated only by deletion.
+	SpotToSpotConsolidation bool
+	// Scheduling are the engine's options, as provisioning uses them: where pods
+	// would go is decided the same way.
+	Scheduling scheduling.Options
 }
 
 // DefaultMinSavings is the saving a consolidation replacement must bring by default.
@@ -438,7 +446,7 @@ func (d *decider) neededNodes() map[*scheduling.Node]string {
 	}
 	in := *d.in.Cluster
 	in.Nodes = d.nodes
-	plan, err := scheduling.Solve(&in, scheduling.Options{})
+	plan, err := scheduling.Solve(&in, d.opts.Scheduling)
 	if err != nil {
 		return needed
 	}

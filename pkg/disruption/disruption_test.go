@@ -279,8 +279,24 @@ func TestDisruptingNodesCountAgainstBudget(t *testing.T) {
 	}
 }
 
+// Off by default, as Karpenter's feature gate: a spot node that only a cheaper spot
+// node could replace stays.
+func TestSpotToSpotIsOffByDefault(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Template.Spec.Requirements = nil
+	n := c.node(31, v1.CapacityTypeSpot, pod("1", "1Gi"))
+	dec := Decide(c.in)
+	if dec.Command != nil {
+		t.Fatalf("spot-to-spot consolidation is off: want nothing, got %s", dec.Command)
+	}
+	if why := blockedReason(dec, n.Node.Name); !strings.Contains(why, "SpotToSpotConsolidation") {
+		t.Errorf("blocked reason %q, want one naming the feature gate", why)
+	}
+}
+
 func TestSpotToSpot(t *testing.T) {
 	c := newCluster(t)
+	c.in.Options.SpotToSpotConsolidation = true
 	c.pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}}}
 	// A 12-cpu spot node with a 1-cpu pod: only 11 cheaper types exist.
@@ -293,6 +309,7 @@ func TestSpotToSpot(t *testing.T) {
 		t.Errorf("blocked reason %q", why)
 	}
 	c = newCluster(t)
+	c.in.Options.SpotToSpotConsolidation = true
 	c.pool.Spec.Template.Spec.Requirements = nil
 	c.node(31, v1.CapacityTypeSpot, pod("1", "1Gi"))
 	cmd := Decide(c.in).Command

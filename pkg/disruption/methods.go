@@ -199,6 +199,9 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 		return nil, fmt.Sprintf("no replacement saves enough: the cheapest costs $%.4f/h against $%.4f/h now", r.Offering.Price, current)
 	}
 	if allSpot && spot {
+		if !d.opts.SpotToSpotConsolidation {
+			return nil, "spot-to-spot consolidation is off (feature gate SpotToSpotConsolidation)"
+		}
 		// Spot to spot only with many cheaper choices, and never several nodes into
 		// one: otherwise the cluster chases the spot market.
 		if kind == KindMulti {
@@ -251,7 +254,7 @@ func (d *decider) simulate(cands []*Candidate) (*scheduling.Plan, error) {
 			in.Nodes = append(in.Nodes, n)
 		}
 	}
-	return scheduling.Solve(&in, scheduling.Options{})
+	return scheduling.Solve(&in, d.opts.Scheduling)
 }
 
 // movedPods are the candidate's pods as they would be pending elsewhere.

@@ -280,7 +280,19 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 // preferred pod affinity; with each lighter preferred node affinity term in turn,
 // then none; without ScheduleAnyway spreads; and last with PreferNoSchedule taints
 // tolerated. Levels that would not differ from the one before are skipped.
-func (c *podClass) buildLevels() {
+func (c *podClass) buildLevels(ignorePreferences bool) {
+	if ignorePreferences {
+		// PreferencePolicyIgnore: only what the pod requires; PreferNoSchedule
+		// taints are still avoided where possible.
+		hard := &variant{class: c, terms: c.terms, spreads: c.spreads, affinity: c.affinity, anti: c.anti, softTaint: true}
+		tolerant := *hard
+		tolerant.softTaint = false
+		c.levels = []*variant{hard, &tolerant}
+		for _, v := range c.levels {
+			v.pools = map[*poolState]*poolFit{}
+		}
+		return
+	}
 	strict := &variant{class: c, terms: c.terms, spreads: append(slices.Clone(c.spreads), c.softSpreads...),
 		affinity: append(slices.Clone(c.affinity), c.prefAffinity...), anti: append(slices.Clone(c.anti), c.prefAnti...),
 		softTaint: true}

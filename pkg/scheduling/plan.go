@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
@@ -58,7 +60,52 @@ type Options struct {
 	// MaxInstanceTypes bounds the ranked instance-type options kept per new node, so a
 	// launch can fall back when capacity is short. Zero means 60.
 	MaxInstanceTypes int
+	// PreferencePolicy Ignore plans as if pods had no preferences (preferred node
+	// and pod affinity, ScheduleAnyway spreads), as Karpenter's --preference-policy.
+	PreferencePolicy PreferencePolicy
+	// MinValuesPolicy BestEffort lets a node keep fewer values than a NodePool's
+	// minValues when that is what lets pods be placed, as Karpenter's
+	// --min-values-policy; the node says so (NewNode.MinValuesRelaxed).
+	MinValuesPolicy MinValuesPolicy
 }
+
+// PreferencePolicy says whether pods' scheduling preferences are honoured.
+type PreferencePolicy string
+
+const (
+	PreferencePolicyRespect PreferencePolicy = "Respect"
+	PreferencePolicyIgnore  PreferencePolicy = "Ignore"
+)
+
+// ParsePreferencePolicy reads Respect or Ignore ("" is Respect).
+func ParsePreferencePolicy(s string) (PreferencePolicy, error) {
+	switch p := PreferencePolicy(s); p {
+	case "", PreferencePolicyRespect:
+		return PreferencePolicyRespect, nil
+	case PreferencePolicyIgnore:
+		return p, nil
+	}
+	return "", fmt.Errorf("preference policy %q: want Respect or Ignore", s)
+}
+
+// ParseMinValuesPolicy reads Strict or BestEffort ("" is Strict).
+func ParseMinValuesPolicy(s string) (MinValuesPolicy, error) {
+	switch p := MinValuesPolicy(s); p {
+	case "", MinValuesPolicyStrict:
+		return MinValuesPolicyStrict, nil
+	case MinValuesPolicyBestEffort:
+		return p, nil
+	}
+	return "", fmt.Errorf("min values policy %q: want Strict or BestEffort", s)
+}
+
+// MinValuesPolicy says whether a NodePool's minValues may be relaxed.
+type MinValuesPolicy string
+
+const (
+	MinValuesPolicyStrict     MinValuesPolicy = "Strict"
+	MinValuesPolicyBestEffort MinValuesPolicy = "BestEffort"
+)
 
 // Plan is the outcome of a solve.
 type Plan struct {
@@ -102,6 +149,9 @@ type NewNode struct {
 	// InstanceType and Offering are the cheapest option: what the plan's price assumes.
 	InstanceType *InstanceType
 	Offering     Offering
+	// MinValuesRelaxed: the options keep fewer values than the NodePool's minValues
+	// (MinValuesPolicyBestEffort); Requirements carry the relaxed minValues.
+	MinValuesRelaxed bool
 }
 
 // Cost is the hourly price of the new nodes, each at its cheapest option.

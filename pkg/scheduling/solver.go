@@ -23,8 +23,21 @@ import (
 // DaemonSet is left out with a warning in the plan. The error is for the caller's
 // sake only; today Solve always returns nil.
 func Solve(in *Input, opts Options) (*Plan, error) {
+	plan := solve(in, opts, false)
+	if opts.MinValuesPolicy != MinValuesPolicyBestEffort || len(plan.Unschedulable) == 0 {
+		return plan, nil
+	}
+	// Best effort: minValues give way where they are what leaves pods without a
+	// node; the strict plan stands when relaxing places no more pods.
+	if relaxed := solve(in, opts, true); len(relaxed.Unschedulable) < len(plan.Unschedulable) {
+		return relaxed, nil
+	}
+	return plan, nil
+}
+
+func solve(in *Input, opts Options, relaxMinValues bool) *Plan {
 	if len(in.Pods) < secondOpinionPods {
-		return solveOnce(in, opts, 0), nil
+		return solveOnce(in, opts, 0, relaxMinValues)
 	}
 	// Growing a node only when that is no dearer than a fresh node is greedy: where
 	// prices rise a little faster than sizes, it leaves every pod on a small node of
@@ -35,16 +48,16 @@ func Solve(in *Input, opts Options) (*Plan, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		alt = solveOnce(in, opts, growSlack)
+		alt = solveOnce(in, opts, growSlack, relaxMinValues)
 	}()
-	plan := solveOnce(in, opts, 0)
+	plan := solveOnce(in, opts, 0, relaxMinValues)
 	<-done
 	switch {
 	case len(alt.Unschedulable) < len(plan.Unschedulable),
 		len(alt.Unschedulable) == len(plan.Unschedulable) && alt.Cost() < plan.Cost()-1e-9:
-		return alt, nil
+		return alt
 	}
-	return plan, nil
+	return plan
 }
 
 // secondOpinionPods is the batch size from which Solve also tries growSlack: small
@@ -55,9 +68,9 @@ const secondOpinionPods = 64
 // growth be, as a fraction of the fresh node's price.
 const growSlack = 0.05
 
-func solveOnce(in *Input, opts Options, slack float64) *Plan {
+func solveOnce(in *Input, opts Options, slack float64, relaxMinValues bool) *Plan {
 	s := newSolver(in, opts)
-	s.growSlack = slack
+	s.growSlack, s.relaxMinValues = slack, relaxMinValues
 	s.run()
 	s.refine()
 	return s.plan()
@@ -132,9 +145,11 @@ type podInfo struct {
 type solver struct {
 	opts      Options
 	growSlack float64 // see growSlack
-	idx       *ResourceIndex
-	nodesPos  int // position of the "nodes" pseudo-resource, or -1
-	n         int // resources in use
+	// relaxMinValues: the best-effort solve (MinValuesPolicyBestEffort).
+	relaxMinValues bool
+	idx            *ResourceIndex
+	nodesPos       int // position of the "nodes" pseudo-resource, or -1
+	n              int // resources in use
 
 	pools      []*poolState
 	nodes      []*simNode // existing, then launching, then planned
@@ -480,7 +495,7 @@ func (s *solver) addPods(pods []*corev1.Pod) {
 		s.pods = append(s.pods, &podInfo{pod: pod, class: c})
 	}
 	for _, c := range s.classList {
-		c.buildLevels()
+		c.buildLevels(s.opts.PreferencePolicy == PreferencePolicyIgnore)
 		for _, g := range s.groupList {
 			if g.matches(c.ns, c.labels) {
 				c.matched = append(c.matched, g)
@@ -1199,7 +1214,7 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 	}
 
 	for i := range reqs {
-		if reqs[i].MinValues > 0 {
+		if reqs[i].MinValues > 0 && !s.relaxMinValues {
 			if got := distinctValues(kept, reqs[i].Key); got < reqs[i].MinValues {
 				return false, fmt.Sprintf("minValues %d for %s not met: %d distinct values remain", reqs[i].MinValues, reqs[i].Key, got)
 			}
@@ -1654,7 +1669,7 @@ func (s *solver) repack(group []*simNode) []*simNode {
 // binsKeepMinValues reports whether, for each bin of a repack, enough of the
 // candidate types hold it for the requirements' minValues.
 func (s *solver) binsKeepMinValues(reqs Requirements, candidates []*typeInfo, binUsed []Resources) bool {
-	if !slices.ContainsFunc(reqs, func(r Requirement) bool { return r.MinValues > 0 }) {
+	if s.relaxMinValues || !slices.ContainsFunc(reqs, func(r Requirement) bool { return r.MinValues > 0 }) {
 		return true
 	}
 	for i := range binUsed {
@@ -1825,6 +1840,18 @@ func (s *solver) finish(n *simNode) *NewNode {
 		delete(nn.Requests, "nodes")
 	}
 	nn.Requirements = reqs.With(Requirement{Key: v1.LabelInstanceType, values: sortedUnique(names)})
+	if s.relaxMinValues {
+		types := make([]*typeInfo, len(options))
+		for i, o := range options {
+			types[i] = o.t
+		}
+		for i := range nn.Requirements {
+			r := &nn.Requirements[i]
+			if got := distinctValues(types, r.Key); r.MinValues > got {
+				r.MinValues, nn.MinValuesRelaxed = got, true
+			}
+		}
+	}
 	return nn
 }
 

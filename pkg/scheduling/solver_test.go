@@ -476,7 +476,9 @@ func TestSecondOpinionIsDeterministic(t *testing.T) {
 	}
 }
 
-func solveWith(in *Input, slack float64) (*Plan, error) { return SolveOnce(in, Options{}, slack), nil }
+func solveWith(in *Input, slack float64) (*Plan, error) {
+	return SolveOnce(in, Options{}, slack, false), nil
+}
 
 // Preferred node affinity terms are tried one at a time, heaviest first: when the
 // heaviest cannot be met, the next one still steers the pod (as Karpenter relaxes).
@@ -711,5 +713,70 @@ func TestMinValuesSurviveRepack(t *testing.T) {
 		if len(n.InstanceTypes) < 3 {
 			t.Errorf("node %s (%d pods) keeps %d instance types, want at least 3 (minValues)", n.Name, len(n.Pods), len(n.InstanceTypes))
 		}
+	}
+}
+
+// PreferencePolicyIgnore plans with what pods require only: a preferred zone is
+// not followed, so the pod goes to the cheapest zone.
+func TestPreferencePolicyIgnore(t *testing.T) {
+	types := schedtest.SyntheticTypes(4)
+	pod := makePod("p", "1", "1Gi", withPreferredNodeAffinity(100,
+		corev1.NodeSelectorRequirement{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-c"}}))
+	in := &Input{Pods: []*corev1.Pod{pod}, NodePools: []*NodePool{pool(makeNodePool("default"), types)}}
+	respect, err := Solve(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignore, err := Solve(in, Options{PreferencePolicy: PreferencePolicyIgnore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(respect.NewNodes) != 1 || len(ignore.NewNodes) != 1 {
+		t.Fatalf("nodes: %d respecting, %d ignoring; want one each", len(respect.NewNodes), len(ignore.NewNodes))
+	}
+	if respect.NewNodes[0].Offering.Zone != "zone-c" {
+		t.Errorf("Respect: zone %s, want the preferred zone-c", respect.NewNodes[0].Offering.Zone)
+	}
+	if z := ignore.NewNodes[0].Offering.Zone; z == "zone-c" {
+		t.Errorf("Ignore: zone %s, the preference was followed", z)
+	}
+}
+
+// MinValuesPolicyBestEffort places a pod only fewer types than minValues can hold,
+// on a node whose requirements say how far minValues was relaxed; Strict leaves it
+// unschedulable.
+func TestMinValuesPolicyBestEffort(t *testing.T) {
+	types := schedtest.SyntheticTypes(4)
+	names := []string{"fake-it-0", "fake-it-1", "fake-it-2", "fake-it-3"}
+	in := &Input{Pods: append(pods(1, "big", "3", "1Gi"), pods(1, "small", "100m", "100Mi")...),
+		NodePools: []*NodePool{pool(makeNodePool("default", minValues(v1.LabelInstanceType, 3, names...)), types)}}
+	strict, err := Solve(in, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(strict.Unschedulable) != 1 || strict.Unschedulable[0].Pod.Name != "big-0" {
+		t.Fatalf("Strict: unschedulable %v, want big-0 (only fake-it-3 holds 3 cpu)", strict.Unschedulable)
+	}
+	best, err := Solve(in, Options{MinValuesPolicy: MinValuesPolicyBestEffort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(best.Unschedulable) != 0 {
+		t.Fatalf("BestEffort: unschedulable %v", best.Unschedulable)
+	}
+	relaxed := 0
+	for _, n := range best.NewNodes {
+		r, _ := n.Requirements.Get(v1.LabelInstanceType)
+		if n.MinValuesRelaxed {
+			relaxed++
+			if r.MinValues != len(n.InstanceTypes) || r.MinValues >= 3 {
+				t.Errorf("node %s: minValues %d with %d options, want relaxed to the options kept", n.Name, r.MinValues, len(n.InstanceTypes))
+			}
+		} else if r.MinValues != 3 || len(n.InstanceTypes) < 3 {
+			t.Errorf("node %s not relaxed but keeps minValues %d over %d types", n.Name, r.MinValues, len(n.InstanceTypes))
+		}
+	}
+	if relaxed == 0 {
+		t.Error("no node says its minValues were relaxed")
 	}
 }

@@ -94,7 +94,7 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("NodePool accepted without a name or nodeClassRef: %+v", np.ObjectMeta)
 			}
 		}
-		res, err := Run(w, types)
+		res, err := Run(w, types, scheduling.Options{})
 		if err != nil {
 			t.Fatalf("solve failed: %v", err)
 		}

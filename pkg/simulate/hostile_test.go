@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 func writeFile(t *testing.T, dir, name string, data []byte) string {
@@ -284,7 +286,7 @@ spec:
 		t.Fatal(err)
 	}
 	types := fuzzTypes(t)
-	res, err := Run(w, types)
+	res, err := Run(w, types, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,13 +42,13 @@ func (w *Workload) Objects() *state.Objects {
 		StorageClasses: w.StorageClasses, Namespaces: w.Namespaces, PodDisruptionBudgets: w.PodDisruptionBudgets}
 }
 
-// Run solves the workload.
-func Run(w *Workload, types []*scheduling.InstanceType) (*Result, error) {
+// Run solves the workload with the engine's options.
+func Run(w *Workload, types []*scheduling.InstanceType, opts scheduling.Options) (*Result, error) {
 	in := Input(w, types)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	plan, err := scheduling.Solve(in, scheduling.Options{})
+	plan, err := scheduling.Solve(in, opts)
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
 	"github.com/nodetailor/tailor/pkg/disruption"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 func TestMixedManifests(t *testing.T) {
@@ -39,7 +40,7 @@ func TestMixedManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(w, types)
+	res, err := Run(w, types, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(w, types)
+	res, err := Run(w, types, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = Run(w, types)
+	res, err = Run(w, types, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +367,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(w, types)
+	res, err := Run(w, types, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

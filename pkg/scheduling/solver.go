@@ -114,6 +114,7 @@ type poolState struct {
 	taints      []corev1.Taint
 	startup     []corev1.Taint
 	daemonPorts []hostPort  // host ports DaemonSets take on every new node
+	slots       []offerSlot // see addOfferSlots; nil when too many
 	types       []*typeInfo // compatible types with an available offering, cheapest first
 	ranked      []*typeInfo // the same, best score first (see rank)
 
@@ -135,6 +136,8 @@ type typeInfo struct {
 	price    float64   // cheapest available offering within the pool
 	// score is what serving the pool's pending pods with this type alone would cost.
 	score float64
+	// offers are its available offerings by price, with their pool slots.
+	offers []slotOffer
 }
 
 type podInfo struct {
@@ -392,6 +395,7 @@ func (s *solver) addPools(pools []*NodePool) {
 			t.idx = i
 		}
 		ps.types = types
+		ps.addOfferSlots()
 		ps.reqs = reqs.And(unionRequirements(types))
 		// Host ports of the DaemonSets that run on every node of the pool are taken
 		// on each of its new nodes.
@@ -1191,6 +1195,10 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 		}
 	}
 	kept := s.scratch[:0]
+	var filter offerFilter
+	if offerings {
+		filter = n.pool.offerFilter(reqs)
+	}
 	for _, t := range n.options {
 		if Fits(&n.used, req, &t.alloc, s.n) >= 0 {
 			continue
@@ -1199,7 +1207,7 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 			continue
 		}
 		if offerings {
-			if _, ok := t.it.CheapestOffering(reqs); !ok {
+			if _, ok := t.cheapest(filter); !ok {
 				continue
 			}
 		}
@@ -1563,7 +1571,7 @@ func (s *solver) repack(group []*simNode) []*simNode {
 	var used, reservedBefore Resources
 	var members []*podInfo
 	for _, n := range group {
-		o, ok := n.options[0].it.CheapestOffering(n.reqs)
+		o, ok := n.options[0].cheapest(n.pool.offerFilter(n.reqs))
 		if !ok {
 			return nil
 		}
@@ -1706,11 +1714,12 @@ func (s *solver) splitCandidates(n *simNode) ([]*typeInfo, map[*typeInfo]float64
 		return c.types, c.prices
 	}
 	c := candidateList{prices: map[*typeInfo]float64{}}
+	filter := n.pool.offerFilter(n.reqs)
 	for _, t := range n.pool.types {
 		if _, ok := n.reqs.Intersects(t.reqs); !ok {
 			continue
 		}
-		o, ok := t.it.CheapestOffering(n.reqs)
+		o, ok := t.cheapest(filter)
 		if !ok {
 			continue
 		}
@@ -1792,30 +1801,48 @@ func (s *solver) finish(n *simNode) *NewNode {
 		}
 		return true
 	}
+	filter := n.pool.offerFilter(reqs)
 	if sameOfferings(n.pool.reqs, reqs) {
 		// The options are in the pool's price order, which still holds.
 		for _, t := range n.options {
 			if !within(t) {
 				continue
 			}
-			o, _ := t.it.CheapestOffering(reqs)
+			o, _ := t.cheapest(filter)
 			options = append(options, priced{t, o})
 			if len(options) >= s.opts.MaxInstanceTypes && minValuesMet(reqs, options, func(p priced) *typeInfo { return p.t }) {
 				break
 			}
 		}
 	} else {
-		for _, t := range n.options {
-			if o, ok := t.it.CheapestOffering(reqs); ok && within(t) {
-				options = append(options, priced{t, o})
-			}
+		less := func(a, b priced) int {
+			return cmp.Or(cmp.Compare(a.offer.Price, b.offer.Price), strings.Compare(a.t.it.Name, b.t.it.Name))
 		}
-		slices.SortStableFunc(options, func(a, b priced) int {
-			if c := cmp.Compare(a.offer.Price, b.offer.Price); c != 0 {
-				return c
+		// Without minValues only the cheapest MaxInstanceTypes are kept: keep them
+		// sorted as they come rather than sorting hundreds of options.
+		bounded := !slices.ContainsFunc(reqs, func(r Requirement) bool { return r.MinValues > 0 })
+		for _, t := range n.options {
+			o, ok := t.cheapest(filter)
+			if !ok || !within(t) {
+				continue
 			}
-			return strings.Compare(a.t.it.Name, b.t.it.Name)
-		})
+			p := priced{t, o}
+			if !bounded {
+				options = append(options, p)
+				continue
+			}
+			if len(options) == s.opts.MaxInstanceTypes && less(p, options[len(options)-1]) >= 0 {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(options, p, less)
+			if len(options) == s.opts.MaxInstanceTypes {
+				options = options[:len(options)-1]
+			}
+			options = slices.Insert(options, i, p)
+		}
+		if !bounded {
+			slices.SortFunc(options, less)
+		}
 	}
 	keep := min(len(options), s.opts.MaxInstanceTypes)
 	// Keep going past the bound while a minValues requirement needs more variety.

@@ -23,6 +23,7 @@ func LowerBound(pools []*NodePool, plan *Plan) float64 {
 	total := map[string]Resources{}
 	var order []string
 	alone := 0.0
+	fitting := map[string][]pricedAlloc{} // each pool's types, read once
 	for _, n := range plan.NewNodes {
 		if _, ok := total[n.NodePool]; !ok {
 			order = append(order, n.NodePool)
@@ -36,7 +37,10 @@ func LowerBound(pools []*NodePool, plan *Plan) float64 {
 		// cheapest type that fits the pod.
 		for _, p := range n.Pods {
 			if selfAntiHostname(p) {
-				alone += cheapestFitting(idx, types[n.NodePool], idx.Vector(PodRequests(p)))
+				if _, ok := fitting[n.NodePool]; !ok {
+					fitting[n.NodePool] = pricedAllocs(idx, types[n.NodePool])
+				}
+				alone += cheapestFitting(idx, fitting[n.NodePool], idx.Vector(PodRequests(p)))
 				break
 			}
 		}
@@ -69,15 +73,27 @@ func selfAntiHostname(p *corev1.Pod) bool {
 	return false
 }
 
-func cheapestFitting(idx *ResourceIndex, types []*InstanceType, req Resources) float64 {
-	best := math.Inf(1)
+// pricedAlloc is an instance type's allocatable and cheapest available price.
+type pricedAlloc struct {
+	alloc Resources
+	price float64
+}
+
+func pricedAllocs(idx *ResourceIndex, types []*InstanceType) []pricedAlloc {
+	var out []pricedAlloc
 	for _, it := range types {
-		alloc := idx.Vector(it.Allocatable())
-		if Fits(&Resources{}, &req, &alloc, idx.Len()) >= 0 {
-			continue
-		}
 		if o, ok := it.CheapestOffering(nil); ok {
-			best = min(best, o.Price)
+			out = append(out, pricedAlloc{idx.Vector(it.Allocatable()), o.Price})
+		}
+	}
+	return out
+}
+
+func cheapestFitting(idx *ResourceIndex, types []pricedAlloc, req Resources) float64 {
+	best := math.Inf(1)
+	for i := range types {
+		if Fits(&Resources{}, &req, &types[i].alloc, idx.Len()) < 0 {
+			best = min(best, types[i].price)
 		}
 	}
 	if math.IsInf(best, 1) {

@@ -115,6 +115,7 @@ type poolState struct {
 	startup     []corev1.Taint
 	daemonPorts []hostPort  // host ports DaemonSets take on every new node
 	slots       []offerSlot // see addOfferSlots; nil when too many
+	headroom    Resources   // limits less used, as new nodes are finished (see plan)
 	types       []*typeInfo // compatible types with an available offering, cheapest first
 	ranked      []*typeInfo // the same, best score first (see rank)
 
@@ -1774,6 +1775,13 @@ func (s *solver) plan() *Plan {
 			out.Bindings = append(out.Bindings, Binding{Pod: p.pod, Node: n.name})
 		}
 	}
+	// What the limited pools may still grow by: new nodes keep fallback options
+	// larger than their cheapest as far as this allows (see finish).
+	for _, ps := range s.pools {
+		if len(ps.limited) > 0 {
+			ps.headroom = ps.limits.Sub(ps.used, s.n)
+		}
+	}
 	for _, n := range s.nodes {
 		if n.kind != plannedNode {
 			continue
@@ -1793,9 +1801,12 @@ func (s *solver) finish(n *simNode) *NewNode {
 		offer Offering
 	}
 	var options []priced
+	// An option may be larger than the cheapest one the plan reserved for as far
+	// as the pool's limits still allow: the launch keeps its fallbacks, and the
+	// limits hold whichever the cloud launches.
 	within := func(t *typeInfo) bool {
 		for _, r := range n.pool.limited {
-			if t.capacity.At(r) > n.reserved.At(r) {
+			if t.capacity.At(r)-n.reserved.At(r) > n.pool.headroom.At(r) {
 				return false
 			}
 		}
@@ -1850,6 +1861,13 @@ func (s *solver) finish(n *simNode) *NewNode {
 		keep++
 	}
 	options = options[:keep]
+	for _, r := range n.pool.limited {
+		extra := int64(0)
+		for _, o := range options {
+			extra = max(extra, o.t.capacity.At(r)-n.reserved.At(r))
+		}
+		n.pool.headroom.Set(r, n.pool.headroom.At(r)-extra)
+	}
 	nn := &NewNode{Name: n.name, NodePool: n.pool.name, Taints: n.pool.taints, StartupTaints: n.pool.startup}
 	for _, p := range n.pods {
 		nn.Pods = append(nn.Pods, p.pod)

@@ -780,3 +780,42 @@ func TestMinValuesPolicyBestEffort(t *testing.T) {
 		t.Error("no node says its minValues were relaxed")
 	}
 }
+
+// A limited NodePool keeps larger fallback options as far as its limits allow,
+// rather than only types no larger than the cheapest: a launch that finds the
+// cheapest short of capacity can still go on, and no option breaks the limit.
+func TestLimitsKeepFallbackOptionsWithinHeadroom(t *testing.T) {
+	types := schedtest.SyntheticTypes(8)
+	in := &Input{Pods: pods(1, "web", "1", "1Gi"), NodePools: []*NodePool{pool(makeNodePool("default", limit(corev1.ResourceCPU, "3")), types)}}
+	plan := solve(t, in)
+	if len(plan.NewNodes) != 1 {
+		t.Fatalf("want one node, got %d (%v)", len(plan.NewNodes), plan.Unschedulable)
+	}
+	var names []string
+	for _, it := range plan.NewNodes[0].InstanceTypes {
+		names = append(names, it.Name)
+		if cpu := it.Capacity[corev1.ResourceCPU]; cpu.Value() > 3 {
+			t.Errorf("option %s has %s cpu, past the limit of 3", it.Name, cpu.String())
+		}
+	}
+	if !slices.Equal(names, []string{"fake-it-1", "fake-it-2"}) {
+		t.Errorf("options %v, want fake-it-1 and the fallback fake-it-2 (3 cpu, within the limit)", names)
+	}
+	// Two nodes share the headroom: the first keeps its fallback, the second
+	// cannot without passing the limit.
+	in.Pods = pods(2, "web", "1500m", "1Gi", withPodAntiAffinity(v1.LabelHostname, map[string]string{"app": "web"}), withLabels("app", "web"))
+	in.NodePools = []*NodePool{pool(makeNodePool("default", limit(corev1.ResourceCPU, "5")), types)}
+	plan = solve(t, in)
+	total := int64(0)
+	for _, n := range plan.NewNodes {
+		largest := int64(0)
+		for _, it := range n.InstanceTypes {
+			cpu := it.Capacity[corev1.ResourceCPU]
+			largest = max(largest, cpu.Value())
+		}
+		total += largest
+	}
+	if len(plan.NewNodes) != 2 || total > 5 {
+		t.Errorf("%d nodes whose largest options sum to %d cpu; want 2 nodes within the limit of 5", len(plan.NewNodes), total)
+	}
+}

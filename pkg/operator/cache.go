@@ -18,7 +18,7 @@ import (
 // fields (nodeSelector, affinity, tolerations, topology spread, priority), every
 // container's name, resources, ports and restart policy (requests, sidecars, host
 // ports), overhead, pod-level resources, its persistent and ephemeral volume
-// sources, its phase and its PodScheduled condition; a node's spec, labels, allocatable,
+// sources, its phase and its PodScheduled and Ready conditions; a node's spec, labels, allocatable,
 // capacity and conditions.
 //
 // Objects read from this cache are partial: patch them (client.MergeFrom diffs
@@ -92,11 +92,12 @@ func trimPod(obj any) (any, error) {
 	pod.Status.HostIPs = nil
 	pod.Status.PodIP, pod.Status.HostIP, pod.Status.QOSClass, pod.Status.StartTime = "", "", "", nil
 	pod.Status.ResourceClaimStatuses = nil
-	// Only PodScheduled is read (is the pod unschedulable?). A new slice: the old
+	// Only PodScheduled (is the pod unschedulable? when was it bound?) and Ready
+	// (when did it start?, for the pod metrics) are read. A new slice: the old
 	// array would keep the others alive.
 	var conditions []corev1.PodCondition
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
+		if c.Type == corev1.PodScheduled || c.Type == corev1.PodReady {
 			c.Message = ""
 			conditions = append(conditions, c)
 		}

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,6 +45,7 @@ func fullPod() *corev1.Pod {
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodPending,
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionFalse},
 				{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}},
 			PodIP: "10.0.0.1", QOSClass: corev1.PodQOSBurstable,
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1"}}},
@@ -92,7 +94,11 @@ func TestTrimPodKeepsWhatTailorReads(t *testing.T) {
 	if pod.Status.ContainerStatuses != nil {
 		t.Error("container statuses were kept")
 	}
-	if len(pod.Status.Conditions) != 1 || pod.Status.Conditions[0].Type != corev1.PodScheduled || pod.Status.PodIP != "" || pod.Status.QOSClass != "" {
+	kept := func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled || c.Type == corev1.PodReady }
+	if !slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled }) ||
+		!slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady }) ||
+		slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return !kept(c) }) ||
+		pod.Status.PodIP != "" || pod.Status.QOSClass != "" {
 		t.Errorf("status kept what nothing reads: %+v", pod.Status)
 	}
 

@@ -38,6 +38,10 @@ type NodePoolList struct {
 }
 
 // NodePoolSpec is the operator's intent for a NodePool.
+//
+// +kubebuilder:validation:XValidation:message="spec.replicas cannot be added or removed: a NodePool cannot switch between static (replicas set) and dynamic (replicas unset)",rule="has(self.replicas) == has(oldSelf.replicas)"
+// +kubebuilder:validation:XValidation:message="spec.limits: only 'limits.nodes' is supported on static NodePools (spec.replicas set)",rule="!has(self.replicas) || !has(self.limits) || self.limits.all(k, k == 'nodes')"
+// +kubebuilder:validation:XValidation:message="spec.weight is not supported on static NodePools (spec.replicas set)",rule="!has(self.replicas) || !has(self.weight)"
 type NodePoolSpec struct {
 	// Template describes the NodeClaims this NodePool creates.
 	// +required
@@ -55,20 +59,38 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Maximum:=100
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+	// Replicas makes the NodePool static: exactly this many nodes are kept, whatever
+	// the pending pods, and they are never consolidated (drift and expiration still
+	// replace them). Once set it cannot be removed. Needs the StaticCapacity feature
+	// gate.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
+
+// IsStatic reports a static NodePool: one with spec.replicas, kept at a fixed
+// number of nodes rather than provisioned for pending pods.
+func (np *NodePool) IsStatic() bool { return np.Spec.Replicas != nil }
 
 // Limits are resource totals (cpu, memory, nodes, nvidia.com/gpu, …) a NodePool may
 // not exceed.
 type Limits corev1.ResourceList
 
 // ConsolidationPolicy says which nodes consolidation may remove.
-// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized}
+// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized,Balanced}
 type ConsolidationPolicy string
 
 const (
 	ConsolidationPolicyWhenEmpty                ConsolidationPolicy = "WhenEmpty"
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced consolidates underutilized nodes only when the
+	// move's share of the NodePool's cost saved outweighs its share of the
+	// NodePool's disruption (see ConsolidationThreshold), as Karpenter 1.14.
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
+
+// DefaultConsolidationThreshold is Balanced's threshold when none is set.
+const DefaultConsolidationThreshold = 2
 
 // DisruptionReason names a voluntary disruption method a budget applies to.
 // +kubebuilder:validation:Enum:={Underutilized,Empty,Drifted}
@@ -81,6 +103,7 @@ const (
 )
 
 // Disruption configures voluntary disruption of a NodePool's nodes.
+// +kubebuilder:validation:XValidation:message="consolidationThreshold may only be set with consolidationPolicy Balanced",rule="!has(self.consolidationThreshold) || (has(self.consolidationPolicy) && self.consolidationPolicy == 'Balanced')"
 type Disruption struct {
 	// ConsolidateAfter is how long a node must be empty or underutilized, with no pod
 	// arriving or leaving, before consolidation considers it. "Never" turns it off.
@@ -94,6 +117,14 @@ type Disruption struct {
 	// +kubebuilder:default:="WhenEmptyOrUnderutilized"
 	// +optional
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
+	// ConsolidationThreshold (Balanced only; 1 to 3, default 2) is how much
+	// disruption a move may cause for what it saves: it is approved when its share
+	// of the NodePool's disruption is at most this many times its share of the
+	// NodePool's cost saved.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3
+	// +optional
+	ConsolidationThreshold *int32 `json:"consolidationThreshold,omitempty"`
 	// Budgets limit how many nodes may be disrupted at once. The most restrictive
 	// active budget wins.
 	// +kubebuilder:validation:XValidation:message="'schedule' must be set with 'duration'",rule="self.all(x, has(x.schedule) == has(x.duration))"
@@ -215,4 +246,7 @@ const (
 	ConditionTypeValidationSucceeded     = "ValidationSucceeded"
 	ConditionTypeNodeClassReady          = "NodeClassReady"
 	ConditionTypeNodeRegistrationHealthy = "NodeRegistrationHealthy"
+	// ConditionTypeStaticCapacity is False on a static NodePool (spec.replicas)
+	// while the StaticCapacity feature gate is off, and absent otherwise.
+	ConditionTypeStaticCapacity = "StaticCapacity"
 )

@@ -152,6 +152,11 @@ func TestValidNodePools(t *testing.T) {
       requirements:
       - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5, m6i, m7i, c5, c6i], minValues: 3}
       - {key: node.kubernetes.io/instance-type, operator: Exists, minValues: 10}`},
+		"balanced": {tail: `
+  disruption:
+    consolidationPolicy: Balanced
+    consolidationThreshold: 3
+    consolidateAfter: 30s`},
 		"budgets with a schedule": {tail: `
   disruption:
     consolidationPolicy: WhenEmpty
@@ -174,6 +179,12 @@ func TestValidNodePools(t *testing.T) {
       - {key: karpenter.k8s.aws/instance-memory, operator: Lt, values: ["65536"]}`, tail: `
   disruption:
     consolidateAfter: Never`},
+		"static": {tail: `
+  replicas: 3
+  limits:
+    nodes: "5"`},
+		"static of zero nodes": {tail: `
+  replicas: 0`},
 		"weight, labels and startup taints": {template: `
       startupTaints:
       - {key: node.cilium.io/agent-not-ready, value: "true", effect: NoExecute}
@@ -285,6 +296,10 @@ func TestInvalidNodePools(t *testing.T) {
 			field: "spec.disruption.budgets[0].reasons[0]", message: `Unsupported value: "Expired"`},
 		"consolidation policy": {tail: "\n  disruption:\n    consolidationPolicy: Always",
 			field: "spec.disruption.consolidationPolicy", message: `Unsupported value: "Always"`},
+		"consolidation threshold without Balanced": {tail: "\n  disruption:\n    consolidationThreshold: 2",
+			field: "spec.disruption", message: "consolidationThreshold may only be set with consolidationPolicy Balanced"},
+		"consolidation threshold above 3": {tail: "\n  disruption:\n    consolidationPolicy: Balanced\n    consolidationThreshold: 4",
+			field: "spec.disruption.consolidationThreshold", message: "should be less than or equal to 3"},
 		"malformed consolidateAfter": {tail: "\n  disruption:\n    consolidateAfter: 5 minutes",
 			field: "spec.disruption.consolidateAfter", message: "should match"},
 		"malformed expireAfter": {template: "\n      expireAfter: 30d",
@@ -295,6 +310,12 @@ func TestInvalidNodePools(t *testing.T) {
 			field: "spec.weight", message: "should be greater than or equal to 1"},
 		"weight above 100": {tail: "\n  weight: 101",
 			field: "spec.weight", message: "should be less than or equal to 100"},
+		"negative replicas": {tail: "\n  replicas: -1",
+			field: "spec.replicas", message: "should be greater than or equal to 0"},
+		"static with a cpu limit": {tail: "\n  replicas: 2\n  limits:\n    nodes: \"4\"\n    cpu: \"100\"",
+			field: "spec", message: "only 'limits.nodes' is supported on static NodePools"},
+		"static with weight": {tail: "\n  replicas: 2\n  weight: 10",
+			field: "spec", message: "spec.weight is not supported on static NodePools"},
 		"empty nodeClassRef kind": {template: "\n      nodeClassRef: {group: karpenter.k8s.aws, kind: \"\", name: default}",
 			field: "spec.template.spec.nodeClassRef.kind", message: "kind may not be empty"},
 		"nodeClassRef group with a slash": {template: "\n      nodeClassRef: {group: karpenter.k8s.aws/v1, kind: EC2NodeClass, name: default}",
@@ -345,6 +366,43 @@ func TestNodeClassRefGroupAndKindAreImmutable(t *testing.T) {
 	_ = unstructured.SetNestedField(renamed.Object, "other", "spec", "template", "spec", "nodeClassRef", "name")
 	if _, err := dyn.Resource(nodePools).Update(t.Context(), renamed, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("renaming nodeClassRef rejected: %v", err)
+	}
+}
+
+// spec.replicas can change but not come or go: a pool is static or dynamic for life.
+func TestReplicasCannotBeAddedOrRemoved(t *testing.T) {
+	const message = "spec.replicas cannot be added or removed"
+	dynamicPool, err := create(t, nodePool("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := dynamicPool.DeepCopy()
+	_ = unstructured.SetNestedField(added.Object, int64(2), "spec", "replicas")
+	_, err = dyn.Resource(nodePools).Update(t.Context(), added, metav1.UpdateOptions{})
+	assertRejected(t, err, "spec", message)
+
+	static := object(t, nodePool("", "\n  replicas: 3"))
+	static.SetName(static.GetName() + "-static")
+	staticPool, err := dyn.Resource(nodePools).Create(t.Context(), static, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dyn.Resource(nodePools).Delete(context.Background(), static.GetName(), metav1.DeleteOptions{})
+	})
+	removed := staticPool.DeepCopy()
+	unstructured.RemoveNestedField(removed.Object, "spec", "replicas")
+	_, err = dyn.Resource(nodePools).Update(t.Context(), removed, metav1.UpdateOptions{})
+	assertRejected(t, err, "spec", message)
+
+	scaled := staticPool.DeepCopy()
+	_ = unstructured.SetNestedField(scaled.Object, int64(1), "spec", "replicas")
+	got, err := dyn.Resource(nodePools).Update(t.Context(), scaled, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("scaling a static NodePool from 3 to 1 rejected: %v", err)
+	}
+	if r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); r != 1 {
+		t.Errorf("spec.replicas stored as %d, want 1", r)
 	}
 }
 

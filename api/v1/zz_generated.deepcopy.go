@@ -47,6 +47,11 @@ func (in *Budget) DeepCopy() *Budget {
 func (in *Disruption) DeepCopyInto(out *Disruption) {
 	*out = *in
 	in.ConsolidateAfter.DeepCopyInto(&out.ConsolidateAfter)
+	if in.ConsolidationThreshold != nil {
+		in, out := &in.ConsolidationThreshold, &out.ConsolidationThreshold
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Budgets != nil {
 		in, out := &in.Budgets, &out.Budgets
 		*out = make([]Budget, len(*in))
@@ -404,6 +409,11 @@ func (in *NodePoolSpec) DeepCopyInto(out *NodePoolSpec) {
 	if in.Weight != nil {
 		in, out := &in.Weight, &out.Weight
 		*out = new(int32)
+		**out = **in
+	}
+	if in.Replicas != nil {
+		in, out := &in.Replicas, &out.Replicas
+		*out = new(int64)
 		**out = **in
 	}
 }

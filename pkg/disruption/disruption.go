@@ -133,6 +133,18 @@ type Decision struct {
 	Eligible map[v1.DisruptionReason]int
 	// Allowed is each NodePool's remaining budget per reason.
 	Allowed map[string]map[v1.DisruptionReason]int
+	// States are, by NodeClaim name, what the candidates' Drifted and
+	// Consolidatable conditions should say.
+	States map[string]ClaimState
+}
+
+// ClaimState is what a candidate's disruption conditions say, as Karpenter writes
+// them on NodeClaims.
+type ClaimState struct {
+	// Drifted is why the claim drifted ("Reason: detail"), or "".
+	Drifted string
+	// Consolidatable: consolidateAfter has passed since its last pod event.
+	Consolidatable bool
 }
 
 // Candidate is a node Tailor launched that may be disrupted.
@@ -160,7 +172,10 @@ type Candidate struct {
 // command comes back; the controller carries it out and asks again.
 func Decide(in *Input) *Decision {
 	d := newDecider(in)
-	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed}
+	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed, States: map[string]ClaimState{}}
+	for _, c := range d.candidates {
+		dec.States[c.Claim.Name] = ClaimState{Drifted: c.drift, Consolidatable: c.consolidatable}
+	}
 	for _, method := range []func(*Decision) *Command{d.emptiness, d.drift, d.consolidation} {
 		if cmd := method(dec); cmd != nil {
 			dec.Command = cmd
@@ -381,8 +396,13 @@ func lifetimeRemaining(nc *v1.NodeClaim, now time.Time) float64 {
 }
 
 // consolidatable reports that consolidateAfter has passed since the node was
-// initialized and since a pod last arrived or left.
+// initialized and since a pod last arrived or left. A static NodePool's nodes
+// never are: their number is the pool's replicas, not what its pods need (drift
+// and expiration still replace them).
 func consolidatable(nc *v1.NodeClaim, np *v1.NodePool, now time.Time) bool {
+	if np.IsStatic() {
+		return false
+	}
 	after, ok := np.Spec.Disruption.ConsolidateAfter.Get()
 	if np.Spec.Disruption.ConsolidateAfter.Never {
 		return false

@@ -467,3 +467,93 @@ func TestReplacementThatOnlySpotMakesCheaperIsSpotOnly(t *testing.T) {
 		t.Errorf("the replacement must be spot only, requirements %s", cmd.Replacements[0].Requirements)
 	}
 }
+
+// A static NodePool's nodes are kept by count: neither emptiness nor consolidation
+// removes one, however idle, but drift still replaces them.
+func TestStaticNodePoolsAreNotConsolidated(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Replicas = ptr(int64(4))
+	c.node(3, v1.CapacityTypeOnDemand)
+	c.node(3, v1.CapacityTypeOnDemand)
+	for range 2 {
+		c.node(7, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	}
+	dec := Decide(c.in)
+	if dec.Command != nil {
+		t.Fatalf("static pool: want nothing, got %s", dec.Command)
+	}
+	if n := dec.Eligible[v1.DisruptionReasonEmpty] + dec.Eligible[v1.DisruptionReasonUnderutilized]; n != 0 {
+		t.Errorf("static pool: %d nodes eligible for consolidation, want 0", n)
+	}
+	// The same cluster in a dynamic pool would be consolidated: the test shows the pool
+	// kind, not the nodes, decides.
+	c.pool.Spec.Replicas = nil
+	if cmd := Decide(c.in).Command; cmd == nil || cmd.Reason == v1.DisruptionReasonDrifted {
+		t.Fatalf("dynamic pool: want a consolidation, got %v", cmd)
+	}
+	c.pool.Spec.Replicas = ptr(int64(4))
+	c.pool.Annotations[v1.NodePoolHashAnnotationKey] = "h2"
+	if cmd := Decide(c.in).Command; cmd == nil || cmd.Reason != v1.DisruptionReasonDrifted {
+		t.Fatalf("static pool drifted: want drift, got %v", cmd)
+	}
+}
+
+// Balanced (Karpenter 1.14) takes a move only when its share of the NodePool's price
+// saved outweighs its share of the NodePool's disruption cost, by the threshold.
+func TestBalancedConsolidation(t *testing.T) {
+	build := func(policy v1.ConsolidationPolicy, threshold *int32) (*cluster, *scheduling.Node) {
+		c := newCluster(t)
+		c.pool.Spec.Disruption.ConsolidationPolicy = policy
+		c.pool.Spec.Disruption.ConsolidationThreshold = threshold
+		// Five full 16-cpu nodes: nothing to gain there, and much to disrupt.
+		for range 5 {
+			var pods []*corev1.Pod
+			for range 16 {
+				pods = append(pods, pod("990m", "1Gi"))
+			}
+			c.node(15, v1.CapacityTypeOnDemand, pods...)
+		}
+		// A 4-cpu node whose two pods a 3-cpu node holds: 25% cheaper, a small part
+		// of the pool's price.
+		small := c.node(3, v1.CapacityTypeOnDemand, pod("1", "1Gi"), pod("1", "1Gi"))
+		return c, small
+	}
+	c, small := build(v1.ConsolidationPolicyWhenEmptyOrUnderutilized, nil)
+	if cmd := Decide(c.in).Command; cmd == nil || cmd.Candidates[0].Node.Node.Name != small.Node.Name {
+		t.Fatalf("WhenEmptyOrUnderutilized: want %s replaced, got %v", small.Node.Name, cmd)
+	}
+	c, small = build(v1.ConsolidationPolicyBalanced, nil)
+	dec := Decide(c.in)
+	if dec.Command != nil {
+		t.Fatalf("Balanced: the move saves about 1%% of the pool's price for 3%% of its disruption; want nothing, got %s", dec.Command)
+	}
+	if why := blockedReason(dec, small.Node.Name); !strings.Contains(why, "is Balanced") {
+		t.Errorf("blocked reason %q, want one naming the Balanced policy", why)
+	}
+	three := int32(3)
+	c, small = build(v1.ConsolidationPolicyBalanced, &three)
+	if cmd := Decide(c.in).Command; cmd == nil || cmd.Candidates[0].Node.Node.Name != small.Node.Name {
+		t.Fatalf("Balanced with threshold 3 (score about 0.35, at least 1/3): want %s replaced, got %v", small.Node.Name, cmd)
+	}
+}
+
+// Each candidate's Drifted and Consolidatable state is reported, for the
+// conditions Karpenter writes on NodeClaims.
+func TestClaimStates(t *testing.T) {
+	c := newCluster(t)
+	quiet := c.node(3, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	drifted := c.node(3, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	c.claim(drifted).Annotations[v1.NodePoolHashAnnotationKey] = "h0"
+	busy := c.node(3, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	c.claim(busy).Status.LastPodEventTime = metav1.NewTime(now.Add(-10 * time.Second))
+	states := Decide(c.in).States
+	for node, want := range map[*scheduling.Node]ClaimState{
+		quiet:   {Consolidatable: true},
+		drifted: {Drifted: "NodePoolDrifted", Consolidatable: true},
+		busy:    {},
+	} {
+		if got := states[c.claim(node).Name]; got != want {
+			t.Errorf("claim of %s: %+v, want %+v", node.Node.Name, got, want)
+		}
+	}
+}

@@ -179,6 +179,9 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 	cmd := &Command{Reason: v1.DisruptionReasonUnderutilized, Kind: kind, Candidates: cands, Savings: current}
 	switch len(plan.NewNodes) {
 	case 0:
+		if why := d.balanced(cands, cmd.Savings); why != "" {
+			return nil, why
+		}
 		return cmd, ""
 	case 1:
 	default:
@@ -220,6 +223,9 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 	}
 	cmd.Replacements = []*scheduling.NewNode{r}
 	cmd.Savings = current - r.Offering.Price
+	if why := d.balanced(cands, cmd.Savings); why != "" {
+		return nil, why
+	}
 	return cmd, ""
 }
 

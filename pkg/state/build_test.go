@@ -99,6 +99,17 @@ func TestBuild(t *testing.T) {
 			}()}},
 		want: want{unavailable: map[string]bool{"ready": false, "refused": true, "new": true}},
 	}, {
+		name: "NodePools: a static one, Ready or not, online or offline, is not provisioned from",
+		objs: Objects{NodePools: []*v1.NodePool{ready(pool("dynamic"), metav1.ConditionTrue),
+			func() *v1.NodePool {
+				np := ready(pool("static"), metav1.ConditionTrue)
+				np.Spec.Replicas = ptr(int64(3))
+				return np
+			}(),
+			func() *v1.NodePool { np := pool("static-new"); np.Spec.Replicas = ptr(int64(0)); return np }()}},
+		offline: true,
+		want:    want{unavailable: map[string]bool{"dynamic": false, "static": true, "static-new": true}},
+	}, {
 		name: "offline, a NodePool never reconciled is Ready, one that says it is not is not",
 		objs: Objects{NodePools: []*v1.NodePool{ready(pool("refused"), metav1.ConditionFalse), pool("new"),
 			func() *v1.NodePool { np := pool("going"); np.DeletionTimestamp = deleting; return np }()}},

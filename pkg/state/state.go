@@ -182,6 +182,9 @@ type Objects struct {
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
 }
 
+// StaticUnavailable is why a static NodePool is not used for pending pods.
+const StaticUnavailable = "static NodePool (spec.replicas)"
+
 // BuildOptions say how to read objects that did not come from a live cluster.
 type BuildOptions struct {
 	// Offline objects come from manifests: no kube-scheduler has tried their pods,
@@ -221,6 +224,10 @@ func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.Instan
 		var err error
 		if pool.InstanceTypes, err = instanceTypes(np); err != nil {
 			pool.Unavailable = err.Error()
+		} else if np.IsStatic() {
+			// Its nodes are kept by count (package static), never made for pods; its
+			// nodes still take pods, as any node does.
+			pool.Unavailable = StaticUnavailable
 		} else if ready, why := NodePoolReady(np); !ready && !(opts.Offline && neverReconciled(np)) {
 			pool.Unavailable = why
 		}

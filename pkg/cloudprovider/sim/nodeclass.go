@@ -12,6 +12,10 @@ import (
 	"github.com/nodetailor/tailor/api/v1alpha1"
 )
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=tailor.sh,resources=simnodeclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tailor.sh,resources=simnodeclasses/status,verbs=update
+
 // NodeClassController marks a SimNodeClass Ready when its catalog loads under its
 // kubelet settings.
 type NodeClassController struct {

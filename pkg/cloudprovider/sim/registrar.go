@@ -22,6 +22,12 @@ import (
 // KwokNodeAnnotation hands a Node to kwok, which plays its kubelet.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=tailor.sh,resources=siminstances,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=tailor.sh,resources=siminstances/status,verbs=patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;delete
+
 // Registrar is the simulated cloud's side of a node's life: once an instance's
 // registration delay has passed it registers the Node, as a kubelet would (with the
 // claim's labels and taints and karpenter.sh/unregistered); when the instance is
@@ -121,10 +127,16 @@ func (r *Registrar) node(ctx context.Context, inst *v1alpha1.SimInstance) *corev
 		node.Labels[k] = v
 	}
 	node.Labels[corev1.LabelHostname] = inst.Name
-	// A kubelet still sets the beta os and arch labels; without them the node
-	// lifecycle controller patches them in, a write per node.
-	node.Labels["beta.kubernetes.io/os"] = node.Labels[corev1.LabelOSStable]
-	node.Labels["beta.kubernetes.io/arch"] = node.Labels[corev1.LabelArchStable]
+	// A kubelet still sets the beta os and arch labels (without them the node
+	// lifecycle controller patches them in, a write per node), and the cloud
+	// controller the beta instance-type, zone and region.
+	for beta, ga := range map[string]string{"beta.kubernetes.io/os": corev1.LabelOSStable, "beta.kubernetes.io/arch": corev1.LabelArchStable,
+		"beta.kubernetes.io/instance-type": corev1.LabelInstanceTypeStable, "failure-domain.beta.kubernetes.io/zone": corev1.LabelTopologyZone,
+		"failure-domain.beta.kubernetes.io/region": corev1.LabelTopologyRegion} {
+		if v, ok := node.Labels[ga]; ok {
+			node.Labels[beta] = v
+		}
+	}
 	if it != nil {
 		// The same capacity and overhead the engine planned with.
 		node.Status.Capacity = it.Capacity.DeepCopy()

@@ -56,6 +56,10 @@ type CloudProvider struct {
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=tailor.sh,resources=siminstances,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=tailor.sh,resources=simnodeclasses,verbs=get;list;watch
+
 // New returns the simulated cloud, keeping its inventory through kube.
 func New(kube client.Client, clk clock.Clock) *CloudProvider {
 	return &CloudProvider{kube: kube, reader: kube, clock: clk, catalogs: map[string][]*scheduling.InstanceType{}}

@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
 	disrupt "github.com/nodetailor/tailor/pkg/disruption"
@@ -41,6 +42,10 @@ type Options struct {
 	ReplacementTimeout time.Duration
 	// MinSavings is the fraction of the price a consolidation replacement must save.
 	MinSavings float64
+	// SpotToSpotConsolidation is Karpenter's feature gate of that name.
+	SpotToSpotConsolidation bool
+	// Scheduling are the engine's options, as provisioning's.
+	Scheduling scheduling.Options
 }
 
 // DefaultOptions are the controller's defaults.
@@ -48,6 +53,11 @@ func DefaultOptions() Options {
 	return Options{Interval: 10 * time.Second, ValidationDelay: 15 * time.Second,
 		ReplacementTimeout: 10 * time.Minute, MinSavings: disrupt.DefaultMinSavings}
 }
+
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 
 // Controller runs disruption passes.
 type Controller struct {
@@ -92,6 +102,7 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // Pass decides and carries out at most one command, which it returns.
 func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
+	ctx = cpmetrics.WithController(ctx, ControllerName)
 	if err := c.releaseStale(ctx); err != nil {
 		return nil, err
 	}
@@ -101,7 +112,11 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 	}
 	start := c.clock.Now()
 	dec := disrupt.Decide(in)
-	EvaluationDuration.Observe(c.clock.Since(start).Seconds())
+	reason, kind := "", ""
+	if dec.Command != nil {
+		reason, kind = metricReason(dec.Command.Reason), consolidationType(dec.Command)
+	}
+	EvaluationDuration.WithLabelValues(reason, kind).Observe(c.clock.Since(start).Seconds())
 	for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
 		EligibleNodes.WithLabelValues(metricReason(r)).Set(float64(dec.Eligible[r]))
 	}
@@ -110,8 +125,17 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 			AllowedDisruptions.WithLabelValues(pool, metricReason(r)).Set(float64(min(n, 1<<20)))
 		}
 	}
-	c.report(dec)
+	c.report(ctx, dec)
+	c.writeConditions(ctx, in.Claims, dec.States)
 	cmd := dec.Command
+	if logger := log.FromContext(ctx).V(1); logger.Enabled() {
+		decision := "none"
+		if cmd != nil {
+			decision = cmd.String()
+		}
+		logger.Info("disruption decision", "command", decision, "eligible", dec.Eligible, "blocked", len(dec.Blocked),
+			"seconds", c.clock.Since(start).Seconds())
+	}
 	if cmd == nil {
 		return nil, nil
 	}
@@ -128,6 +152,7 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 			log.FromContext(ctx).Info("dropping a stale decision", "reason", err.Error())
 			return nil, nil
 		}
+		log.FromContext(ctx).V(1).Info("decision still holds after the validation delay", "command", cmd.String())
 	}
 	return cmd, c.execute(ctx, cmd)
 }
@@ -139,7 +164,8 @@ func (c *Controller) input(ctx context.Context) (*disrupt.Input, error) {
 		return nil, err
 	}
 	in := &disrupt.Input{Now: c.clock.Now(), Cluster: snap.Input, Claims: snap.Claims, PDBs: snap.PDBs,
-		ProviderDrift: map[string]string{}, Manages: c.manages, Options: disrupt.Options{MinSavings: c.opts.MinSavings}}
+		ProviderDrift: map[string]string{}, Manages: c.manages, Options: disrupt.Options{MinSavings: c.opts.MinSavings, SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation,
+			Scheduling: c.opts.Scheduling}}
 	for _, nc := range snap.Claims {
 		if nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) || !c.manages(nc) {
 			continue
@@ -160,7 +186,7 @@ func (c *Controller) input(ctx context.Context) (*disrupt.Input, error) {
 func (c *Controller) manages(nc *v1.NodeClaim) bool { return cloudprovider.Manages(c.cloud, nc) }
 
 // report makes an event for each node newly blocked, or blocked for a new reason.
-func (c *Controller) report(dec *disrupt.Decision) {
+func (c *Controller) report(ctx context.Context, dec *disrupt.Decision) {
 	seen := map[string]bool{}
 	for _, b := range dec.Blocked {
 		seen[b.Node] = true
@@ -168,6 +194,7 @@ func (c *Controller) report(dec *disrupt.Decision) {
 			continue
 		}
 		c.blocked[b.Node] = b.Reason
+		log.FromContext(ctx).V(1).Info("not disrupting a candidate", "node", b.Node, "reason", b.Reason)
 		c.recorder.Eventf(b.Candidate.Node.Node, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt Node: %s", b.Reason)
 		c.recorder.Eventf(b.Candidate.Claim, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt NodeClaim: %s", b.Reason)
 	}
@@ -199,7 +226,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 				logger.Error(err, "deleting a replacement after a failed disruption", "nodeclaim", r.Name)
 			}
 		}
-		Failures.WithLabelValues(metricReason(cmd.Reason)).Inc()
+		QueueFailures.WithLabelValues(cmd.Decision(), metricReason(cmd.Reason), consolidationType(cmd)).Inc()
 		return fmt.Errorf("%s: %w", cmd, why)
 	}
 	for _, cand := range cmd.Candidates {
@@ -207,6 +234,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 			return rollback(nil, err)
 		}
 		tainted = append(tainted, cand.Node.Node)
+		logger.V(1).Info("tainted a candidate", "node", cand.Node.Node.Name, "taint", v1.DisruptedNoScheduleTaint.Key)
 	}
 	var replacements []*v1.NodeClaim
 	for _, r := range cmd.Replacements {
@@ -220,10 +248,15 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 			return rollback(replacements, fmt.Errorf("creating a replacement: %w", err))
 		}
 		replacements = append(replacements, nc)
-		provisioning.NodeClaimsCreated.WithLabelValues(r.NodePool, metricReason(cmd.Reason)).Inc()
+		provisioning.NodeClaimsCreated.WithLabelValues(metricReason(cmd.Reason), r.NodePool, "false").Inc()
+		logger.V(1).Info("created a replacement; waiting for it to initialize", "nodeclaim", nc.Name, "nodepool", r.NodePool,
+			"instanceTypes", len(r.InstanceTypes), "timeout", c.opts.ReplacementTimeout)
 	}
 	if err := c.waitInitialized(ctx, replacements); err != nil {
 		return rollback(replacements, err)
+	}
+	for _, cand := range cmd.Candidates {
+		c.markDisrupting(ctx, cand.Claim, cmd.Reason)
 	}
 	for _, cand := range cmd.Candidates {
 		if err := retryWrite(ctx, func() error { return client.IgnoreNotFound(c.kube.Delete(ctx, cand.Claim)) }); err != nil {
@@ -232,12 +265,9 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		c.recorder.Eventf(cand.Node.Node, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting Node: %s/%s", cmd.Reason, cmd.Decision())
 		c.recorder.Eventf(cand.Claim, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting NodeClaim: %s/%s", cmd.Reason, cmd.Decision())
 		NodeClaimsDisrupted.WithLabelValues(metricReason(cmd.Reason), cand.Pool.NodePool.Name, cand.CapacityType).Inc()
+		logger.V(1).Info("deleted a candidate's nodeclaim; termination drains it", "nodeclaim", cand.Claim.Name, "node", cand.Node.Node.Name)
 	}
-	kind := string(cmd.Kind)
-	if cmd.Kind == disrupt.KindDrift {
-		kind = "" // Karpenter labels only consolidation with a type
-	}
-	Decisions.WithLabelValues(cmd.Decision(), metricReason(cmd.Reason), kind).Inc()
+	Decisions.WithLabelValues(cmd.Decision(), metricReason(cmd.Reason), consolidationType(cmd)).Inc()
 	if c.wake != nil {
 		c.wake()
 	}
@@ -339,4 +369,13 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// consolidationType is the command's consolidation_type label value: Karpenter
+// labels only consolidation with a type.
+func consolidationType(cmd *disrupt.Command) string {
+	if cmd.Kind == disrupt.KindDrift {
+		return ""
+	}
+	return string(cmd.Kind)
 }

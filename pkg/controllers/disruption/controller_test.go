@@ -9,8 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -186,5 +188,108 @@ func TestForeignClaimsAreLeftAlone(t *testing.T) {
 	}
 	if !tainted("theirs-disrupting") {
 		t.Error("the foreign node's disrupted taint (its own controller's) was taken off")
+	}
+}
+
+// A pass writes the Drifted and Consolidatable conditions Karpenter writes on
+// NodeClaims, and takes them away when they no longer hold; a claim being
+// disrupted gets DisruptionReason.
+func TestClaimConditions(t *testing.T) {
+	kube, reader := manager(t)
+	ctx := t.Context()
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "conds",
+		Annotations: map[string]string{v1.NodePoolHashAnnotationKey: "h1", v1.NodePoolHashVersionAnnotationKey: "v1"}}}
+	pool.Spec.Template.Spec.NodeClassRef = simClass
+	pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+	pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} // decide, but disrupt nothing yet
+	if err := kube.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	node(t, kube, "drifted", "conds", simClass)
+	annotate := func(hash string) {
+		patch := []byte(`{"metadata":{"annotations":{"` + v1.NodePoolHashAnnotationKey + `":"` + hash + `","` + v1.NodePoolHashVersionAnnotationKey + `":"v1"}}}`)
+		if err := kube.Patch(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "drifted"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annotate("h0")
+	// A finalizer of the test's keeps the claim readable once it is deleted.
+	keep := []byte(`{"metadata":{"finalizers":["test.tailor.sh/keep"]}}`)
+	if err := kube.Patch(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "drifted"}}, client.RawPatch(types.MergePatchType, keep)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release := []byte(`{"metadata":{"finalizers":null}}`)
+		_ = kube.Patch(context.Background(), &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "drifted"}}, client.RawPatch(types.MergePatchType, release))
+	})
+	eventually(t, "the cache holds the claim", func() bool {
+		got := &v1.NodeClaim{}
+		return kube.Get(ctx, client.ObjectKey{Name: "drifted"}, got) == nil && got.Annotations[v1.NodePoolHashAnnotationKey] == "h0" &&
+			meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeInitialized)
+	})
+	catalog := schedtest.SyntheticTypes(4)
+	c := NewController(kube, reader, state.New(kube), fake.New(catalog),
+		func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error) { return catalog, nil },
+		record.NewFakeRecorder(100), clock.RealClock{}, Options{ValidationDelay: 0, ReplacementTimeout: time.Minute}, nil)
+	if cmd, err := c.Pass(ctx); err != nil || cmd != nil {
+		t.Fatalf("pass: %v, %v; want no command under a budget of 0", cmd, err)
+	}
+	read := func() *v1.NodeClaim {
+		got := &v1.NodeClaim{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: "drifted"}, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	got := read()
+	drifted := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionTypeDrifted)
+	if drifted == nil || drifted.Status != metav1.ConditionTrue || drifted.Reason != "NodePoolDrifted" {
+		t.Errorf("Drifted condition %+v, want True NodePoolDrifted", drifted)
+	}
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeConsolidatable) {
+		t.Errorf("conditions %+v, want Consolidatable True", got.Status.Conditions)
+	}
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, v1.ConditionTypeInitialized) {
+		t.Error("the lifecycle's conditions were lost")
+	}
+
+	// The template changes back: no longer drifted, the condition goes.
+	annotate("h1")
+	eventually(t, "the cache holds the change", func() bool {
+		c := &v1.NodeClaim{}
+		return kube.Get(ctx, client.ObjectKey{Name: "drifted"}, c) == nil && c.Annotations[v1.NodePoolHashAnnotationKey] == "h1" &&
+			meta.FindStatusCondition(c.Status.Conditions, v1.ConditionTypeDrifted) != nil
+	})
+	if _, err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if cond := meta.FindStatusCondition(read().Status.Conditions, v1.ConditionTypeDrifted); cond != nil {
+		t.Errorf("Drifted %+v is still there", cond)
+	}
+
+	// Budgets open: the empty node is disrupted, and says why.
+	p := &v1.NodePool{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "conds"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	if err := kube.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cache holds the budget", func() bool {
+		np := &v1.NodePool{}
+		return kube.Get(ctx, client.ObjectKey{Name: "conds"}, np) == nil && np.Spec.Disruption.Budgets[0].Nodes == "100%"
+	})
+	cmd, err := c.Pass(ctx)
+	if err != nil || cmd == nil {
+		t.Fatalf("pass: %v, %v; want the empty node disrupted", cmd, err)
+	}
+	got = read()
+	if got.DeletionTimestamp == nil {
+		t.Error("the disrupted claim was not deleted")
+	}
+	if cond := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionTypeDisruptionReason); cond == nil || cond.Reason != string(cmd.Reason) {
+		t.Errorf("DisruptionReason %+v, want %s", cond, cmd.Reason)
 	}
 }

@@ -35,16 +35,23 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
-	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // HashVersion changes when the hash function does, so drift can tell old hashes.
 const HashVersion = "v1"
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;patch
+
 // Controller is the NodePool status controller.
 type Controller struct {
 	kube        client.Client
 	nodeClasses []client.Object
+	// staticCapacity is the StaticCapacity feature gate: without it a static
+	// NodePool is told, in a condition, that its replicas are not kept.
+	staticCapacity bool
 	// admitted remembers, by NodePool name, the API server's answer to a dry-run
 	// NodeClaim from each pool's template, for the generation it was asked for.
 	mu       sync.Mutex
@@ -62,9 +69,9 @@ type admission struct {
 // cloud provider serves (e.g. SimNodeClass): a change to one refreshes the
 // NodePools that refer to it, so a NodeClass created or turning ready after its
 // NodePool makes the NodePool ready; and only claims of those kinds have their
-// nodepool hash re-stamped.
-func NewController(kube client.Client, nodeClasses ...client.Object) *Controller {
-	return &Controller{kube: kube, nodeClasses: nodeClasses, admitted: map[string]admission{}}
+// nodepool hash re-stamped. staticCapacity is the StaticCapacity feature gate.
+func NewController(kube client.Client, staticCapacity bool, nodeClasses ...client.Object) *Controller {
+	return &Controller{kube: kube, nodeClasses: nodeClasses, staticCapacity: staticCapacity, admitted: map[string]admission{}}
 }
 
 // Register adds the controller to mgr; NodeClaim changes refresh their pool, and
@@ -149,6 +156,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	np.Status.Resources = resources
 	np.Status.Nodes = &nodes
 
+	if np.IsStatic() && !c.staticCapacity {
+		setCondition(np, v1.ConditionTypeStaticCapacity, false, "FeatureGateDisabled",
+			"spec.replicas is set but the StaticCapacity feature gate is off: no nodes are kept for this NodePool, and it is not used for pending pods (set --feature-gates StaticCapacity=true)")
+	} else {
+		meta.RemoveStatusCondition(&np.Status.Conditions, v1.ConditionTypeStaticCapacity)
+	}
 	classReady, classReason, classMessage := c.nodeClassReady(ctx, np)
 	setCondition(np, v1.ConditionTypeNodeClassReady, classReady, classReason, classMessage)
 	valid, why := Validate(np)
@@ -204,7 +217,7 @@ func (c *Controller) admits(ctx context.Context, np *v1.NodePool) (string, error
 		return known.refused, nil
 	}
 	refused := ""
-	if nc, err := templateClaim(np); err != nil {
+	if nc, err := provisioning.TemplateNodeClaim(np); err != nil {
 		refused = err.Error()
 	} else if err := c.kube.Create(ctx, nc, client.DryRunAll); apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		refused = "a NodeClaim from the template is refused: " + err.Error()
@@ -215,17 +228,6 @@ func (c *Controller) admits(ctx context.Context, np *v1.NodePool) (string, error
 	c.admitted[np.Name] = admission{uid: np.UID, generation: np.Generation, refused: refused}
 	c.mu.Unlock()
 	return refused, nil
-}
-
-// templateClaim is a NodeClaim as the provisioner would make it from the pool, for
-// a node the template's own requirements describe.
-func templateClaim(np *v1.NodePool) (*v1.NodeClaim, error) {
-	reqs, err := scheduling.FromNodePool(np.Spec.Template.Spec.Requirements, np.Spec.Template.Labels)
-	if err != nil {
-		return nil, fmt.Errorf("spec.template.spec.requirements: %w", err)
-	}
-	reqs = reqs.With(scheduling.MustRequirement(v1.NodePoolLabelKey, v1.NodeSelectorOpIn, np.Name))
-	return provisioning.NodeClaim(np, &scheduling.NewNode{NodePool: np.Name, Requirements: reqs}), nil
 }
 
 // restamp gives the pool's claims stamped by another hash version the pool's

@@ -81,7 +81,7 @@ func TestTemplateNoNodeClaimCanCarryIsNotReady(t *testing.T) {
 	if err := kube.Create(t.Context(), &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
 		t.Fatal(err)
 	}
-	c := NewController(kube, &v1alpha1.SimNodeClass{})
+	c := NewController(kube, false, &v1alpha1.SimNodeClass{})
 	for _, tc := range []struct {
 		name  string
 		edit  func(*v1.NodePool)
@@ -128,7 +128,7 @@ func TestTemplateIsTriedOnTheAPIServerOncePerGeneration(t *testing.T) {
 	isolate(t)
 	ctx := t.Context()
 	cc := &counting{Client: kube}
-	c := NewController(cc, &v1alpha1.SimNodeClass{})
+	c := NewController(cc, false, &v1alpha1.SimNodeClass{})
 	np := createPool(t, "dry-run", func(np *v1.NodePool) { np.Spec.Template.Labels = map[string]string{"team": "a"} })
 	if why, err := c.admits(ctx, np); why != "" || err != nil {
 		t.Fatalf("a valid template: refused %q, %v", why, err)
@@ -158,7 +158,7 @@ func TestTemplateIsTriedOnTheAPIServerOncePerGeneration(t *testing.T) {
 func TestClaimsOfAnotherHashVersionAreRestamped(t *testing.T) {
 	isolate(t)
 	ctx := t.Context()
-	c := NewController(kube, &v1alpha1.SimNodeClass{})
+	c := NewController(kube, false, &v1alpha1.SimNodeClass{})
 	createPool(t, "cutover", nil)
 	pool := reconcileAndGet(t, c, "cutover")
 	hash := pool.Annotations[v1.NodePoolHashAnnotationKey]
@@ -202,7 +202,7 @@ func TestClaimsOfAnotherHashVersionAreRestamped(t *testing.T) {
 func TestStatusCountsClaimsBeingDeleted(t *testing.T) {
 	isolate(t)
 	ctx := t.Context()
-	c := NewController(kube, &v1alpha1.SimNodeClass{})
+	c := NewController(kube, false, &v1alpha1.SimNodeClass{})
 	createPool(t, "counted", nil)
 	for _, name := range []string{"running", "draining"} {
 		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "counted"},
@@ -227,3 +227,33 @@ func TestStatusCountsClaimsBeingDeleted(t *testing.T) {
 		t.Errorf("status resources %v, want 4 cpu on 2 nodes, the claim being deleted included", np.Status.Resources)
 	}
 }
+
+// With the StaticCapacity gate off, a static NodePool says, in a condition, that
+// its replicas are not kept; with it on, or on a dynamic pool, there is no such
+// condition. Readiness is not affected.
+func TestStaticNodePoolWithoutTheFeatureGate(t *testing.T) {
+	isolate(t)
+	if err := kube.Create(t.Context(), &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	createPool(t, "static", func(np *v1.NodePool) { np.Spec.Replicas = ptr(int64(2)) })
+	createPool(t, "dynamic", nil)
+	off := NewController(kube, false, &v1alpha1.SimNodeClass{})
+	np := reconcileAndGet(t, off, "static")
+	cond := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionTypeStaticCapacity)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "FeatureGateDisabled" ||
+		!strings.Contains(cond.Message, "spec.replicas") || !strings.Contains(cond.Message, "StaticCapacity") {
+		t.Errorf("gate off, static pool: condition %s is %+v; want False, FeatureGateDisabled, naming spec.replicas and the gate", v1.ConditionTypeStaticCapacity, cond)
+	}
+	if !meta.IsStatusConditionTrue(np.Status.Conditions, v1.ConditionTypeReady) {
+		t.Errorf("gate off, static pool: Ready %+v, want True", meta.FindStatusCondition(np.Status.Conditions, v1.ConditionTypeReady))
+	}
+	if cond := meta.FindStatusCondition(reconcileAndGet(t, off, "dynamic").Status.Conditions, v1.ConditionTypeStaticCapacity); cond != nil {
+		t.Errorf("gate off, dynamic pool: unexpected condition %+v", cond)
+	}
+	on := NewController(kube, true, &v1alpha1.SimNodeClass{})
+	if cond := meta.FindStatusCondition(reconcileAndGet(t, on, "static").Status.Conditions, v1.ConditionTypeStaticCapacity); cond != nil {
+		t.Errorf("gate on, static pool: condition %+v should be gone", cond)
+	}
+}
+func ptr[T any](v T) *T { return &v }

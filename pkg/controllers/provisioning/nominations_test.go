@@ -263,7 +263,7 @@ func TestPlanPodsRepacksDisplacedPods(t *testing.T) {
 	if lapsed.RoomTaken != 2 {
 		t.Fatalf("lapsed %+v, want a and b's room taken", lapsed)
 	}
-	in, plan, repacked, err := planPods(pinned, fresh, lapsed.any())
+	in, plan, repacked, err := planPods(pinned, fresh, lapsed.any(), scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,11 +272,11 @@ func TestPlanPodsRepacksDisplacedPods(t *testing.T) {
 	}
 	// The pinned plan alone needs a node: that is what repacking saves.
 	pinned, fresh, lapsed = snapshot()
-	if _, plan, _, _ := planPods(pinned, fresh, false); len(plan.NewNodes) == 0 {
+	if _, plan, _, _ := planPods(pinned, fresh, false, scheduling.Options{}); len(plan.NewNodes) == 0 {
 		t.Error("the displaced pods fit without repacking; the case shows nothing")
 	}
 	// With no lapse, the pinned plan is kept without a second solve.
-	if in, _, repacked, _ := planPods(pinned, fresh, false); repacked || in != pinned {
+	if in, _, repacked, _ := planPods(pinned, fresh, false, scheduling.Options{}); repacked || in != pinned {
 		t.Error("repacked without a lapse")
 	}
 	// The clones are the fresh input's own: reserving did not add the waiting pods to them.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -33,10 +35,18 @@ type Options struct {
 	BatchIdle time.Duration
 	// BatchMax closes a batch this long after its first pod, however busy.
 	BatchMax time.Duration
+	// Scheduling are the engine's options (preference and minValues policies).
+	Scheduling scheduling.Options
 }
 
 // InstanceTypes supplies a NodePool's instance types.
 type InstanceTypes func(ctx context.Context, pool *v1.NodePool) ([]*scheduling.InstanceType, error)
+
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Provisioner creates NodeClaims for pending pods.
 type Provisioner struct {
@@ -65,6 +75,9 @@ type Provisioner struct {
 	// warned holds the plan warnings already logged (a bad DaemonSet or NodePool
 	// the solve left out), so each is logged once, not on every batch.
 	warned map[string]bool
+	// rounds counts scheduling rounds, for karpenter_scheduler_queue_depth's
+	// scheduling_id.
+	rounds uint64
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
@@ -179,6 +192,7 @@ func (p *Provisioner) waitForBatch(ctx context.Context) bool {
 // twice. Pods that wait for a claim are planned on its node, holding their room.
 // Each claim is checked against its NodePool's limits just before it is created.
 func (p *Provisioner) Provision(ctx context.Context) error {
+	ctx = cpmetrics.WithController(ctx, ControllerName)
 	p.refused = false
 	began := p.clock.Now()
 	snap, err := p.cluster.Snapshot(ctx, func(np *v1.NodePool) ([]*scheduling.InstanceType, error) { return p.types(ctx, np) })
@@ -196,12 +210,18 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		return nil
 	}
 	start := p.clock.Now()
-	in, plan, repacked, err := planPods(snap.Input, &fresh, lapsed.any())
+	p.rounds++
+	round := strconv.FormatUint(p.rounds, 10)
+	QueueDepth.WithLabelValues(ControllerName, round).Set(float64(len(snap.Input.Pods)))
+	in, plan, repacked, err := planPods(snap.Input, &fresh, lapsed.any(), p.opts.Scheduling)
+	QueueDepth.DeleteLabelValues(ControllerName, round)
 	if err != nil {
 		return err
 	}
 	solved := p.clock.Now()
-	SchedulingDuration.Observe(solved.Sub(start).Seconds())
+	logPlan(log.FromContext(ctx), plan, repacked)
+	SchedulingDuration.WithLabelValues(ControllerName).Observe(solved.Sub(start).Seconds())
+	UnschedulablePods.WithLabelValues(ControllerName).Set(float64(len(plan.Unschedulable)))
 	pools := map[string]*v1.NodePool{}
 	for _, np := range snap.NodePools {
 		pools[np.Name] = np
@@ -245,7 +265,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		if nc == nil {
 			continue
 		}
-		NodeClaimsCreated.WithLabelValues(plan.NewNodes[i].NodePool, "provisioning").Inc()
+		NodeClaimsCreated.WithLabelValues(ReasonProvisioned, plan.NewNodes[i].NodePool, "false").Inc()
 		for _, pod := range plan.NewNodes[i].Pods {
 			p.nominated.nominate(pod, nc.Name, solved)
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
@@ -284,12 +304,12 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 // its own, of another size, elsewhere. Planning only the displaced pods into the
 // room left over finds it in pieces; planning all waiting pods again can fit the
 // same pods into the same room without new nodes.
-func planPods(pinned, fresh *scheduling.Input, lapsed bool) (*scheduling.Input, *scheduling.Plan, bool, error) {
-	plan, err := scheduling.Solve(pinned, scheduling.Options{})
+func planPods(pinned, fresh *scheduling.Input, lapsed bool, opts scheduling.Options) (*scheduling.Input, *scheduling.Plan, bool, error) {
+	plan, err := scheduling.Solve(pinned, opts)
 	if err != nil || !lapsed || len(plan.NewNodes) == 0 {
 		return pinned, plan, false, err
 	}
-	repack, err := scheduling.Solve(fresh, scheduling.Options{})
+	repack, err := scheduling.Solve(fresh, opts)
 	if err != nil || len(repack.Unschedulable) > len(plan.Unschedulable) || repack.Cost() >= plan.Cost() {
 		return pinned, plan, false, nil
 	}
@@ -390,7 +410,22 @@ func NodeClaim(np *v1.NodePool, n *scheduling.NewNode) *v1.NodeClaim {
 			nc.Annotations[key] = v
 		}
 	}
+	if n.MinValuesRelaxed {
+		nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] = "true"
+	}
 	return nc
+}
+
+// TemplateNodeClaim is the claim NodeClaim makes for a node the pool's template
+// alone describes (no pod narrowed it): what a static NodePool launches, and what
+// the NodePool controller asks the API server to accept.
+func TemplateNodeClaim(np *v1.NodePool) (*v1.NodeClaim, error) {
+	reqs, err := scheduling.FromNodePool(np.Spec.Template.Spec.Requirements, np.Spec.Template.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("spec.template.spec.requirements: %w", err)
+	}
+	reqs = reqs.With(scheduling.MustRequirement(v1.NodePoolLabelKey, v1.NodeSelectorOpIn, np.Name))
+	return NodeClaim(np, &scheduling.NewNode{NodePool: np.Name, Requirements: reqs}), nil
 }
 
 // claimRequirements are the requirements a claim records: the instance-type options

@@ -231,3 +231,35 @@ func TestNodePoolChangeMatters(t *testing.T) {
 		}
 	}
 }
+
+// A claim planned with its NodePool's minValues relaxed (--min-values-policy
+// BestEffort) says so, and records the relaxed minValues.
+func TestNodeClaimMinValuesRelaxed(t *testing.T) {
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge", "m5.24xlarge"}, MinValues: ptr(3)}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("20"), corev1.ResourceMemory: resource.MustParse("4Gi")}}}}}}
+	in := &scheduling.Input{Pods: []*corev1.Pod{pod}, NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: types}}}
+	if plan, err := scheduling.Solve(in, scheduling.Options{}); err != nil || len(plan.Unschedulable) != 1 {
+		t.Fatalf("strict plan: %v, want the pod unschedulable (only m5.24xlarge holds 20 cpu)", err)
+	}
+	plan, err := scheduling.Solve(in, scheduling.Options{MinValuesPolicy: scheduling.MinValuesPolicyBestEffort})
+	if err != nil || len(plan.NewNodes) != 1 {
+		t.Fatalf("best-effort plan: %v, %d new nodes", err, len(plan.NewNodes))
+	}
+	nc := NodeClaim(pool, plan.NewNodes[0])
+	if nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] != "true" {
+		t.Errorf("annotations %v, want %s=true", nc.Annotations, v1.NodeClaimMinValuesRelaxedAnnotationKey)
+	}
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == v1.LabelInstanceType && (r.MinValues == nil || *r.MinValues != 1) {
+			t.Errorf("instance-type requirement %+v, want minValues relaxed to 1", r)
+		}
+	}
+}

@@ -38,6 +38,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
@@ -51,6 +52,16 @@ const (
 	drainRetry     = 2 * time.Second
 	terminateRetry = 2 * time.Second
 )
+
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=get;list;watch
 
 // Controller is the termination controller.
 type Controller struct {
@@ -109,6 +120,7 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 
 // Reconcile drives one claim's termination.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = cpmetrics.WithController(ctx, ControllerName)
 	nc := &v1.NodeClaim{}
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -150,18 +162,23 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if !gone {
+		log.FromContext(ctx).V(1).Info("waiting for the instance to go", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID)
 		return reconcile.Result{RequeueAfter: terminateRetry}, nil
 	}
 	if node != nil {
+		had := controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer)
 		if err := c.removeFinalizer(ctx, node); err != nil {
 			return reconcile.Result{}, err
+		}
+		if had {
+			nodeReleased(node, c.clock.Now())
 		}
 		c.tainted.forget(node.UID)
 	}
 	if err := c.removeFinalizer(ctx, nc); err != nil {
 		return reconcile.Result{}, err
 	}
-	NodeClaimsTerminated.WithLabelValues(nc.Labels[v1.NodePoolLabelKey]).Inc()
+	claimReleased(nc, c.clock.Now())
 	log.FromContext(ctx).Info("terminated", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }
@@ -172,6 +189,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // provider manages it, then the finalizer removed. A Node with a claim is left to
 // the claim's termination.
 func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = cpmetrics.WithController(ctx, ControllerName)
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -212,6 +230,7 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 	if err := c.removeFinalizer(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
+	nodeReleased(node, c.clock.Now())
 	c.tainted.forget(node.UID)
 	c.unclaimed.Delete(node.UID)
 	log.FromContext(ctx).Info("released a node without a nodeclaim", "node", node.Name, "providerID", node.Spec.ProviderID)
@@ -301,6 +320,7 @@ func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *ti
 		if err := c.kube.Patch(ctx, node, patch); err != nil {
 			return drainRetry, client.IgnoreNotFound(err)
 		}
+		log.FromContext(ctx).V(1).Info("tainted a node for termination", "node", node.Name, "deadline", until)
 	}
 	tainted := c.tainted.seen(node.UID, now)
 	expired := until != nil && !now.Before(*until)
@@ -308,7 +328,7 @@ func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *ti
 	if err := c.kube.List(ctx, pods, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
 		return 0, err
 	}
-	if plan := PlanDrain(pods.Items, now, expired); !plan.Done {
+	if plan := PlanDrain(pods.Items, now, until); !plan.Done {
 		return drainRetry, c.apply(ctx, node, plan, now)
 	}
 	if left := settleLeft(tainted, now); left > 0 {
@@ -318,7 +338,7 @@ func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *ti
 	if err := c.live.List(ctx, pods, client.MatchingFields{NodeNameIndex: node.Name}); err != nil {
 		return 0, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
-	if plan := PlanDrain(pods.Items, now, expired); !plan.Done {
+	if plan := PlanDrain(pods.Items, now, until); !plan.Done {
 		return drainRetry, c.apply(ctx, node, plan, now)
 	}
 	if expired {
@@ -330,8 +350,10 @@ func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *ti
 	}
 	if len(blocking) > 0 {
 		c.recorder.Eventf(node, corev1.EventTypeNormal, "AwaitingVolumeDetachment", "Waiting on %d VolumeAttachments (first %s)", len(blocking), blocking[0].Name)
+		log.FromContext(ctx).V(1).Info("drained; waiting for volumes to detach", "node", node.Name, "volumeAttachments", len(blocking))
 		return drainRetry, nil
 	}
+	log.FromContext(ctx).V(1).Info("drained", "node", node.Name, "gracePeriodUp", expired)
 	return 0, nil
 }
 
@@ -366,6 +388,8 @@ func ready(node *corev1.Node) bool {
 
 // apply carries out one drain pass.
 func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Drain, now time.Time) error {
+	log.FromContext(ctx).V(1).Info("draining", "node", node.Name, "evicting", len(plan.Evict), "deleting", len(plan.Delete),
+		"waiting", len(plan.Waiting), "why", plan.Why)
 	for _, p := range plan.Evict {
 		if c.backoff.due(p.UID, now) {
 			c.evict(ctx, p, now)
@@ -377,6 +401,16 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Drain, n
 			return fmt.Errorf("deleting pod %s/%s from node %s: %w", p.Namespace, p.Name, node.Name, err)
 		}
 		c.recorder.Eventf(p, corev1.EventTypeWarning, "Deleted", "Node %s reached its terminationGracePeriod", node.Name)
+	}
+	for _, p := range plan.Early {
+		// Its own grace period would outlast the node's: it goes now, with what
+		// time is left.
+		grace := int64(plan.EarlyGrace / time.Second)
+		if err := c.kube.Delete(ctx, p, client.GracePeriodSeconds(grace)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting pod %s/%s from node %s: %w", p.Namespace, p.Name, node.Name, err)
+		}
+		c.recorder.Eventf(p, corev1.EventTypeWarning, "Deleted",
+			"Deleted with %ds left before node %s reaches its terminationGracePeriod", grace, node.Name)
 	}
 	if len(plan.Waiting) > 0 {
 		p := plan.Waiting[0]

@@ -22,6 +22,11 @@ type Drain struct {
 	// is up); Waiting, pods of the current tier held back (do-not-disrupt) or
 	// already on their way out.
 	Evict, Delete, Waiting []*corev1.Pod
+	// Early are pods deleted ahead of their turn, with EarlyGrace as their grace
+	// period, because their own terminationGracePeriodSeconds would otherwise run
+	// past the node's terminationGracePeriod deadline.
+	Early      []*corev1.Pod
+	EarlyGrace time.Duration
 	// Why Waiting[0] is waited on.
 	Why string
 	// Done: nothing the drain waits for runs on the node any more.
@@ -42,10 +47,13 @@ const (
 // then system-critical ones, then DaemonSet pods, then critical DaemonSet pods.
 // Pods the drain leaves alone (see Ignored) are neither evicted nor waited for.
 // Pods annotated karpenter.sh/do-not-disrupt are waited on, not evicted, until the
-// terminationGracePeriod expires; then everything left is deleted at once and
-// nothing is waited for any more.
-func PlanDrain(pods []corev1.Pod, now time.Time, expired bool) Drain {
+// node's terminationGracePeriod deadline (until, nil for none); a pod whose own
+// grace period would run past it is deleted early enough to get all of it, as
+// Karpenter does; at the deadline everything left is deleted at once and nothing
+// is waited for any more.
+func PlanDrain(pods []corev1.Pod, now time.Time, until *time.Time) Drain {
 	var d Drain
+	expired := until != nil && !now.Before(*until)
 	var byTier [tiers][]*corev1.Pod
 	wait := func(p *corev1.Pod, why string) {
 		if len(d.Waiting) == 0 {
@@ -64,6 +72,9 @@ func PlanDrain(pods []corev1.Pod, now time.Time, expired bool) Drain {
 			continue
 		case expired:
 			d.Delete = append(d.Delete, p)
+		case until != nil && p.DeletionTimestamp == nil && !now.Before(until.Add(-podGracePeriod(p))):
+			d.Early = append(d.Early, p)
+			d.EarlyGrace = until.Sub(now)
 		default:
 			byTier[tierOf(p)] = append(byTier[tierOf(p)], p)
 		}
@@ -84,8 +95,17 @@ func PlanDrain(pods []corev1.Pod, now time.Time, expired bool) Drain {
 		}
 		break
 	}
-	d.Done = len(d.Evict)+len(d.Delete)+len(d.Waiting) == 0
+	d.Done = len(d.Evict)+len(d.Delete)+len(d.Early)+len(d.Waiting) == 0
 	return d
+}
+
+// podGracePeriod is the pod's terminationGracePeriodSeconds (the API server
+// defaults it to 30).
+func podGracePeriod(p *corev1.Pod) time.Duration {
+	if s := p.Spec.TerminationGracePeriodSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	return 30 * time.Second
 }
 
 func tierOf(p *corev1.Pod) int {

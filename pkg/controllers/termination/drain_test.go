@@ -73,12 +73,16 @@ func TestPlanDrain(t *testing.T) {
 	leaving := pod("leaving", deleted(now.Add(10*time.Second), 30))
 	stuck := pod("stuck", deleted(now.Add(-31*time.Second), 30))
 	heldAgent := pod("held-agent", daemonSet, doNotDisrupt)
+	quick := pod("quick", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5) })
+	slowAgent := pod("slow-agent", daemonSet, func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](120) })
+	up, soon, later := now, now.Add(20*time.Second), now.Add(time.Hour)
 
 	tests := []struct {
 		name                string
 		pods                []corev1.Pod
-		expired             bool
+		until               *time.Time
 		evict, del, waiting []string
+		early               []string
 		why                 string
 		done                bool
 	}{
@@ -101,18 +105,28 @@ func TestPlanDrain(t *testing.T) {
 		{name: "do-not-disrupt in the DaemonSet tier", pods: []corev1.Pod{heldAgent, agent, cni},
 			evict: []string{"agent"}, waiting: []string{"held-agent"}, why: v1.DoNotDisruptAnnotationKey},
 		{name: "grace period up: every tier deleted at once, tolerating pods still left alone",
-			pods: []corev1.Pod{held, web, agent, cni, proxy, static, leaving}, expired: true,
+			pods: []corev1.Pod{held, web, agent, cni, proxy, static, leaving}, until: &up,
 			del: []string{"agent", "batch", "cni", "web"}},
 		{name: "grace period up: pods still terminating are not waited for",
-			pods: []corev1.Pod{leaving, proxy}, expired: true, done: true},
+			pods: []corev1.Pod{leaving, proxy}, until: &up, done: true},
+		{name: "deadline far: the tiers as usual", pods: []corev1.Pod{web, held, agent, slowAgent}, until: &later,
+			evict: []string{"web"}, waiting: []string{"batch"}, why: v1.DoNotDisruptAnnotationKey},
+		{name: "deadline near: pods whose own grace period would outlast it go now, whatever their tier or annotation",
+			pods: []corev1.Pod{web, held, quick, agent, slowAgent, leaving}, until: &soon,
+			early: []string{"agent", "batch", "slow-agent", "web"}, evict: []string{"quick"}, waiting: []string{"leaving"}, why: "terminating"},
 		{name: "nothing left", pods: []corev1.Pod{static, job}, done: true},
 		{name: "no pods", done: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := PlanDrain(tt.pods, now, tt.expired)
-			want := map[string]any{"evict": orEmpty(tt.evict), "delete": orEmpty(tt.del), "waiting": orEmpty(tt.waiting), "why": tt.why, "done": tt.done}
-			got := map[string]any{"evict": names(d.Evict), "delete": names(d.Delete), "waiting": names(d.Waiting), "why": d.Why, "done": d.Done}
+			d := PlanDrain(tt.pods, now, tt.until)
+			want := map[string]any{"evict": orEmpty(tt.evict), "delete": orEmpty(tt.del), "waiting": orEmpty(tt.waiting), "why": tt.why, "done": tt.done,
+				"early": orEmpty(tt.early)}
+			got := map[string]any{"evict": names(d.Evict), "delete": names(d.Delete), "waiting": names(d.Waiting), "why": d.Why, "done": d.Done,
+				"early": names(d.Early)}
+			if len(d.Early) > 0 && d.EarlyGrace != soon.Sub(now) {
+				t.Errorf("early deletions get %s, want the %s left", d.EarlyGrace, soon.Sub(now))
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}

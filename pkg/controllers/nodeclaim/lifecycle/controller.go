@@ -34,6 +34,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
@@ -42,6 +43,11 @@ const (
 	LaunchTimeout       = 5 * time.Minute
 	RegistrationTimeout = 15 * time.Minute
 )
+
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 
 // Controller is the NodeClaim lifecycle controller.
 type Controller struct {
@@ -163,6 +169,7 @@ const RegistrationConcurrency = 100
 // Reconcile moves one claim along its lifecycle. Its writes are merge patches
 // without a resource version (see patch), so they do not conflict with others'.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = cpmetrics.WithController(ctx, ControllerName)
 	nc := &v1.NodeClaim{}
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -332,6 +339,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev
 	if err := c.patchStatus(ctx, nc, status); err != nil {
 		return err
 	}
+	NodesCreated.WithLabelValues(nc.Labels[v1.NodePoolLabelKey], nc.Labels[corev1.LabelTopologyZone]).Inc()
 	log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
 	return nil
 }
@@ -381,14 +389,24 @@ func (c *Controller) registerNode(ctx context.Context, nc *v1.NodeClaim, node *c
 	for k, v := range nc.Labels {
 		metav1.SetMetaDataLabel(&node.ObjectMeta, k, v)
 	}
+	// The NodePool template's annotations are the node's too; Tailor's own
+	// bookkeeping on the claim is not.
+	for k, v := range nc.Annotations {
+		if k != v1.NodePoolHashAnnotationKey && k != v1.NodePoolHashVersionAnnotationKey && k != v1.NodeClaimTerminationTimestampAnnotationKey {
+			metav1.SetMetaDataAnnotation(&node.ObjectMeta, k, v)
+		}
+	}
 	metav1.SetMetaDataLabel(&node.ObjectMeta, v1.NodeRegisteredLabelKey, "true")
 	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
 	taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), func(t corev1.Taint) bool {
 		return t.Key == v1.UnregisteredNoExecuteTaint.Key
 	})
-	for _, t := range append(slices.Clone(nc.Spec.Taints), nc.Spec.StartupTaints...) {
-		if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect }) {
-			taints = append(taints, t)
+	// A kubelet that registers with its taints itself says so with a label.
+	if node.Labels[v1.NodeDoNotSyncTaintsLabelKey] != "true" {
+		for _, t := range append(slices.Clone(nc.Spec.Taints), nc.Spec.StartupTaints...) {
+			if !slices.ContainsFunc(taints, func(x corev1.Taint) bool { return x.Key == t.Key && x.Effect == t.Effect }) {
+				taints = append(taints, t)
+			}
 		}
 	}
 	node.Spec.Taints = taints

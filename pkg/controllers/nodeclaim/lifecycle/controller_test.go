@@ -589,3 +589,53 @@ func TestForeignClaimsAreLeftAlone(t *testing.T) {
 		t.Errorf("the cloud was called for foreign claims: %v", cloud.Calls)
 	}
 }
+
+// Registration gives the Node the NodePool template's annotations (not the claim's
+// bookkeeping), and leaves its taints alone when its kubelet registered them itself
+// and says so with karpenter.sh/do-not-sync-taints.
+func TestRegistrationAnnotationsAndDoNotSyncTaints(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(name string, labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "sim:///" + name,
+			Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint, {Key: "own", Effect: corev1.TaintEffectNoSchedule}}}}
+	}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node("synced", nil),
+		node("kept", map[string]string{v1.NodeDoNotSyncTaintsLabelKey: "true"})).Build()
+	c := NewController(kube, nil, nil, nil, clocktesting.NewFakeClock(time.Now()))
+	claim := func(name string) *v1.NodeClaim {
+		return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			"example.com/owner": "team-a", v1.NodePoolHashAnnotationKey: "123", v1.NodePoolHashVersionAnnotationKey: "v3"}},
+			Spec: v1.NodeClaimSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}}}
+	}
+	c.launches.add("sim:///synced", claim("claim-synced"), nil)
+	c.launches.add("sim:///kept", claim("claim-kept"), nil)
+	ctx := t.Context()
+	for _, name := range []string{"synced", "kept"} {
+		if _, err := c.RegisterNode(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+			t.Fatalf("node %s: %v", name, err)
+		}
+	}
+	taintKeys := func(n *corev1.Node) []string {
+		var keys []string
+		for _, t := range n.Spec.Taints {
+			keys = append(keys, t.Key)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	for name, want := range map[string][]string{"synced": {"dedicated", "own"}, "kept": {"own"}} {
+		n := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+			t.Fatal(err)
+		}
+		if got := taintKeys(n); !slices.Equal(got, want) {
+			t.Errorf("node %s: taints %v, want %v", name, got, want)
+		}
+		if n.Annotations["example.com/owner"] != "team-a" || n.Annotations[v1.NodePoolHashAnnotationKey] != "" {
+			t.Errorf("node %s: annotations %v, want the template's and not the hash", name, n.Annotations)
+		}
+	}
+}

@@ -122,6 +122,9 @@ type Interruption struct {
 	// At is when the instance goes.
 	At   time.Time
 	Kind string // "SpotInterruption", "ScheduledMaintenance", …
+	// RecordOnly notices (a spot rebalance recommendation) are recorded on the
+	// NodeClaim; the instance is not going away.
+	RecordOnly bool
 }
 
 // InterruptionSource is implemented by providers that announce interruptions.

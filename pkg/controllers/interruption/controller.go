@@ -27,6 +27,9 @@ var Received = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Interruption notices received from the cloud provider, by message type.",
 }, []string{"message_type"})
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;delete
+
 // Controller polls the provider's interruption notices.
 type Controller struct {
 	kube        client.Client
@@ -79,6 +82,10 @@ func (c *Controller) Poll(ctx context.Context) error {
 				continue
 			}
 			Received.WithLabelValues(n.Kind).Inc()
+			if n.RecordOnly {
+				c.recorder.Eventf(nc, corev1.EventTypeNormal, n.Kind, "The provider notes a risk of interruption; the instance is not taken away")
+				continue
+			}
 			if nc.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
 				// The spot market is short of this offering; maintenance says nothing
 				// about capacity.

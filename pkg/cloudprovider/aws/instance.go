@@ -1,0 +1,93 @@
+package aws
+
+import (
+	"strings"
+	"time"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// Instance is what the provider reads of an EC2 instance.
+type Instance struct {
+	ID             string
+	Type           string
+	Zone           string
+	CapacityType   string
+	ImageID        string
+	SubnetID       string
+	SecurityGroups []string
+	State          ec2types.InstanceStateName
+	Tags           map[string]string
+	LaunchTime     time.Time
+}
+
+// InstanceOf reads an EC2 instance.
+func InstanceOf(in ec2types.Instance) Instance {
+	out := Instance{ID: deref(in.InstanceId), Type: string(in.InstanceType), ImageID: deref(in.ImageId),
+		SubnetID: deref(in.SubnetId), CapacityType: CapacityTypeOnDemand, Tags: map[string]string{},
+		LaunchTime: deref(in.LaunchTime)}
+	if in.Placement != nil {
+		out.Zone = deref(in.Placement.AvailabilityZone)
+	}
+	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		out.CapacityType = CapacityTypeSpot
+	}
+	if in.State != nil {
+		out.State = in.State.Name
+	}
+	for _, g := range in.SecurityGroups {
+		out.SecurityGroups = append(out.SecurityGroups, deref(g.GroupId))
+	}
+	for _, t := range in.Tags {
+		out.Tags[deref(t.Key)] = deref(t.Value)
+	}
+	return out
+}
+
+// Gone reports a terminated instance (one shutting down still exists).
+func (i Instance) Gone() bool {
+	return i.State == ec2types.InstanceStateNameTerminated
+}
+
+// NodeClaim describes an instance as the NodeClaim a provider returns: named after
+// the claim it was launched for, with its NodeClass, the labels of its type and of
+// where and how it was bought, and its node's capacity and allocatable when its
+// type is known.
+func (i Instance) NodeClaim(it *scheduling.InstanceType) *v1.NodeClaim {
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: i.Tags[TagNodeClaim], Labels: map[string]string{},
+		CreationTimestamp: metav1.NewTime(i.LaunchTime)}}
+	if name := i.Tags[TagNodeClass]; name != "" {
+		nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: name}
+	}
+	if it != nil {
+		for k, v := range it.Requirements.Labels() {
+			nc.Labels[k] = v
+		}
+		nc.Status.Capacity = it.Capacity.DeepCopy()
+		nc.Status.Allocatable = allocatable.Node{Capacity: it.Capacity, Overhead: it.Overhead}.Allocatable()
+	}
+	nc.Labels[v1.LabelInstanceType] = i.Type
+	nc.Labels[v1.LabelZone] = i.Zone
+	nc.Labels[v1.LabelRegion] = regionOf(i.Zone)
+	nc.Labels[v1.CapacityTypeLabelKey] = i.CapacityType
+	if pool := i.Tags[TagNodePool]; pool != "" {
+		nc.Labels[v1.NodePoolLabelKey] = pool
+	}
+	if h := i.Tags[TagNodeClassHash]; h != "" {
+		nc.Annotations = map[string]string{AnnotationNodeClassHash: h, AnnotationNodeClassHashVersion: NodeClassHashVersion}
+	}
+	nc.Status.ProviderID = ProviderID(i.Zone, i.ID)
+	nc.Status.ImageID = i.ImageID
+	return nc
+}
+
+// regionOf strips the zone letter: us-east-1a → us-east-1.
+func regionOf(zone string) string {
+	return strings.TrimRight(zone, "abcdefghijklmnopqrstuvwxyz")
+}

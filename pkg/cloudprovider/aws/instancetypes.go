@@ -1,0 +1,306 @@
+package aws
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// The labels Karpenter's AWS provider puts on its nodes, named as it names them.
+const (
+	labelPrefix                    = "karpenter.k8s.aws/"
+	LabelInstanceCategory          = labelPrefix + "instance-category"
+	LabelInstanceFamily            = labelPrefix + "instance-family"
+	LabelInstanceGeneration        = labelPrefix + "instance-generation"
+	LabelInstanceSize              = labelPrefix + "instance-size"
+	LabelInstanceCPU               = labelPrefix + "instance-cpu"
+	LabelInstanceCPUManufacturer   = labelPrefix + "instance-cpu-manufacturer"
+	LabelInstanceCPUClockSpeedMHz  = labelPrefix + "instance-cpu-sustained-clock-speed-mhz"
+	LabelInstanceMemory            = labelPrefix + "instance-memory"
+	LabelInstanceHypervisor        = labelPrefix + "instance-hypervisor"
+	LabelInstanceEncryptionTransit = labelPrefix + "instance-encryption-in-transit-supported"
+	LabelInstanceNetworkBandwidth  = labelPrefix + "instance-network-bandwidth"
+	LabelInstanceEBSBandwidth      = labelPrefix + "instance-ebs-bandwidth"
+	LabelInstanceGPUName           = labelPrefix + "instance-gpu-name"
+	LabelInstanceGPUManufacturer   = labelPrefix + "instance-gpu-manufacturer"
+	LabelInstanceGPUCount          = labelPrefix + "instance-gpu-count"
+	LabelInstanceGPUMemory         = labelPrefix + "instance-gpu-memory"
+	LabelInstanceAcceleratorName   = labelPrefix + "instance-accelerator-name"
+	LabelInstanceAcceleratorMaker  = labelPrefix + "instance-accelerator-manufacturer"
+	LabelInstanceAcceleratorCount  = labelPrefix + "instance-accelerator-count"
+	LabelInstanceLocalNVMe         = labelPrefix + "instance-local-nvme"
+)
+
+// Extended resources a type's accelerators give its nodes, as their device plugins
+// name them.
+const (
+	ResourceNVIDIAGPU corev1.ResourceName = "nvidia.com/gpu"
+	ResourceAMDGPU    corev1.ResourceName = "amd.com/gpu"
+	ResourceNeuron    corev1.ResourceName = "aws.amazon.com/neuron"
+)
+
+// Capacity types, as the karpenter.sh/capacity-type label has them.
+const (
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+)
+
+// Prices are hourly prices in USD: on-demand by instance type, spot by instance
+// type and zone.
+type Prices struct {
+	OnDemand map[string]float64
+	Spot     map[string]map[string]float64
+}
+
+// Catalog is what EC2 says of a region, as instance types are built from it.
+type Catalog struct {
+	Region string
+	// Types are the answers of DescribeInstanceTypes.
+	Types []ec2types.InstanceTypeInfo
+	// Zones lists, by instance type, the zones it is offered in (from
+	// DescribeInstanceTypeOfferings), among the zones of the NodeClass's subnets.
+	Zones  map[string][]string
+	Prices Prices
+}
+
+// BuildInstanceTypes turns EC2's types into the engine's: labels, capacity and
+// overhead from model (an EKS node under the NodeClass's kubelet settings), and an
+// offering per zone and capacity type the type is sold in at a known price. A type
+// that Kubernetes nodes cannot run on (i386, Mac) or that is offered nowhere is left
+// out. The result is sorted by name.
+func BuildInstanceTypes(c Catalog, model allocatable.EKS, rootVolume resource.Quantity) ([]*scheduling.InstanceType, error) {
+	var out []*scheduling.InstanceType
+	for i := range c.Types {
+		info := &c.Types[i]
+		name := string(info.InstanceType)
+		arch := kubeArch(info)
+		zones := c.Zones[name]
+		if arch == "" || len(zones) == 0 || info.VCpuInfo == nil || info.MemoryInfo == nil {
+			continue
+		}
+		offerings := offeringsOf(info, zones, c.Prices)
+		if len(offerings) == 0 {
+			continue
+		}
+		node, err := model.Node(shapeOf(info, arch, rootVolume))
+		if err != nil {
+			return nil, fmt.Errorf("instance type %s: %w", name, err)
+		}
+		for res, n := range acceleratorResources(info) {
+			node.Capacity[res] = *resource.NewQuantity(n, resource.DecimalSI)
+		}
+		reqs := scheduling.LabelRequirements(Labels(info))
+		var zs, cts []string
+		for _, o := range offerings {
+			zs = append(zs, o.Zone)
+			cts = append(cts, o.CapacityType)
+		}
+		reqs = reqs.With(scheduling.MustRequirement(v1.LabelZone, v1.NodeSelectorOpIn, zs...)).
+			With(scheduling.MustRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, cts...)).
+			With(scheduling.MustRequirement(v1.LabelRegion, v1.NodeSelectorOpIn, c.Region))
+		out = append(out, &scheduling.InstanceType{Name: name, Requirements: reqs, Offerings: offerings,
+			Capacity: node.Capacity, Overhead: node.Overhead})
+	}
+	slices.SortFunc(out, func(a, b *scheduling.InstanceType) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// offeringsOf is one offering per zone and capacity type the type supports and
+// has a price for; a type without a price cannot be ranked, so it is not offered.
+func offeringsOf(info *ec2types.InstanceTypeInfo, zones []string, prices Prices) []scheduling.Offering {
+	name := string(info.InstanceType)
+	var out []scheduling.Offering
+	for _, z := range slices.Sorted(slices.Values(zones)) {
+		if slices.Contains(info.SupportedUsageClasses, ec2types.UsageClassTypeSpot) {
+			if p, ok := prices.Spot[name][z]; ok {
+				out = append(out, scheduling.Offering{Zone: z, CapacityType: CapacityTypeSpot, Price: p, Available: true})
+			}
+		}
+		if slices.Contains(info.SupportedUsageClasses, ec2types.UsageClassTypeOnDemand) {
+			if p, ok := prices.OnDemand[name]; ok {
+				out = append(out, scheduling.Offering{Zone: z, CapacityType: CapacityTypeOnDemand, Price: p, Available: true})
+			}
+		}
+	}
+	return out
+}
+
+// kubeArch is the type's architecture as kubernetes.io/arch names it, or "".
+func kubeArch(info *ec2types.InstanceTypeInfo) string {
+	if info.ProcessorInfo == nil {
+		return ""
+	}
+	archs := info.ProcessorInfo.SupportedArchitectures
+	switch {
+	case slices.Contains(archs, ec2types.ArchitectureTypeX8664):
+		return "amd64"
+	case slices.Contains(archs, ec2types.ArchitectureTypeArm64):
+		return "arm64"
+	}
+	return ""
+}
+
+// shapeOf is what the allocatable model needs of a type: the pods its ENIs allow
+// are ENIs × (IPv4 addresses per ENI − 1) + 2, as EKS computes max pods.
+func shapeOf(info *ec2types.InstanceTypeInfo, arch string, rootVolume resource.Quantity) allocatable.Shape {
+	s := allocatable.Shape{
+		CPU:        *resource.NewQuantity(int64(deref(info.VCpuInfo.DefaultVCpus)), resource.DecimalSI),
+		Memory:     *resource.NewQuantity(deref(info.MemoryInfo.SizeInMiB)*mebi, resource.BinarySI),
+		RootVolume: rootVolume,
+		Arch:       arch,
+	}
+	if n := info.NetworkInfo; n != nil && n.MaximumNetworkInterfaces != nil && n.Ipv4AddressesPerInterface != nil {
+		s.Pods = int64(*n.MaximumNetworkInterfaces)*int64(*n.Ipv4AddressesPerInterface-1) + 2
+	}
+	return s
+}
+
+const mebi = 1 << 20
+
+// acceleratorResources are the extended resources a type's GPUs and Neuron devices
+// give a node.
+func acceleratorResources(info *ec2types.InstanceTypeInfo) map[corev1.ResourceName]int64 {
+	out := map[corev1.ResourceName]int64{}
+	if g := info.GpuInfo; g != nil {
+		for _, d := range g.Gpus {
+			switch strings.ToLower(deref(d.Manufacturer)) {
+			case "nvidia":
+				out[ResourceNVIDIAGPU] += int64(deref(d.Count))
+			case "amd":
+				out[ResourceAMDGPU] += int64(deref(d.Count))
+			}
+		}
+	}
+	if n := info.NeuronInfo; n != nil {
+		for _, d := range n.NeuronDevices {
+			out[ResourceNeuron] += int64(deref(d.Count))
+		}
+	} else if a := info.InferenceAcceleratorInfo; a != nil {
+		for _, d := range a.Accelerators {
+			out[ResourceNeuron] += int64(deref(d.Count))
+		}
+	}
+	return out
+}
+
+// Labels are the labels a node of the type carries, as Karpenter's AWS provider
+// labels them (values lower case; sizes in MiB, Mbps, MHz and GB).
+func Labels(info *ec2types.InstanceTypeInfo) map[string]string {
+	name := string(info.InstanceType)
+	labels := map[string]string{v1.LabelInstanceType: name, v1.LabelOS: "linux"}
+	if arch := kubeArch(info); arch != "" {
+		labels[v1.LabelArch] = arch
+	}
+	family, size, _ := strings.Cut(name, ".")
+	labels[LabelInstanceFamily] = family
+	labels[LabelInstanceSize] = size
+	category, generation := categoryAndGeneration(family)
+	labels[LabelInstanceCategory] = category
+	if generation != "" {
+		labels[LabelInstanceGeneration] = generation
+	}
+	if c := info.VCpuInfo; c != nil && c.DefaultVCpus != nil {
+		labels[LabelInstanceCPU] = strconv.Itoa(int(*c.DefaultVCpus))
+	}
+	if p := info.ProcessorInfo; p != nil {
+		if p.Manufacturer != nil {
+			labels[LabelInstanceCPUManufacturer] = strings.ToLower(*p.Manufacturer)
+		}
+		if p.SustainedClockSpeedInGhz != nil {
+			labels[LabelInstanceCPUClockSpeedMHz] = strconv.FormatInt(int64(math.Round(*p.SustainedClockSpeedInGhz*1000)), 10)
+		}
+	}
+	if m := info.MemoryInfo; m != nil && m.SizeInMiB != nil {
+		labels[LabelInstanceMemory] = strconv.FormatInt(*m.SizeInMiB, 10)
+	}
+	if info.Hypervisor != "" {
+		labels[LabelInstanceHypervisor] = string(info.Hypervisor)
+	}
+	if n := info.NetworkInfo; n != nil {
+		if n.EncryptionInTransitSupported != nil {
+			labels[LabelInstanceEncryptionTransit] = strconv.FormatBool(*n.EncryptionInTransitSupported)
+		}
+		if bw := baselineBandwidthMbps(n); bw > 0 {
+			labels[LabelInstanceNetworkBandwidth] = strconv.FormatInt(bw, 10)
+		}
+	}
+	if e := info.EbsInfo; e != nil && e.EbsOptimizedInfo != nil && e.EbsOptimizedInfo.MaximumBandwidthInMbps != nil {
+		labels[LabelInstanceEBSBandwidth] = strconv.Itoa(int(*e.EbsOptimizedInfo.MaximumBandwidthInMbps))
+	}
+	if g := info.GpuInfo; g != nil && len(g.Gpus) > 0 {
+		d := g.Gpus[0]
+		labels[LabelInstanceGPUName] = kebab(deref(d.Name))
+		labels[LabelInstanceGPUManufacturer] = kebab(deref(d.Manufacturer))
+		labels[LabelInstanceGPUCount] = strconv.Itoa(int(deref(d.Count)))
+		if d.MemoryInfo != nil && d.MemoryInfo.SizeInMiB != nil {
+			labels[LabelInstanceGPUMemory] = strconv.Itoa(int(*d.MemoryInfo.SizeInMiB))
+		}
+	}
+	switch {
+	case info.NeuronInfo != nil && len(info.NeuronInfo.NeuronDevices) > 0:
+		d := info.NeuronInfo.NeuronDevices[0]
+		labels[LabelInstanceAcceleratorName] = kebab(deref(d.Name))
+		labels[LabelInstanceAcceleratorMaker] = "aws"
+		labels[LabelInstanceAcceleratorCount] = strconv.Itoa(int(deref(d.Count)))
+	case info.InferenceAcceleratorInfo != nil && len(info.InferenceAcceleratorInfo.Accelerators) > 0:
+		d := info.InferenceAcceleratorInfo.Accelerators[0]
+		labels[LabelInstanceAcceleratorName] = kebab(deref(d.Name))
+		labels[LabelInstanceAcceleratorMaker] = kebab(deref(d.Manufacturer))
+		labels[LabelInstanceAcceleratorCount] = strconv.Itoa(int(deref(d.Count)))
+	}
+	if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported && s.TotalSizeInGB != nil {
+		labels[LabelInstanceLocalNVMe] = strconv.FormatInt(*s.TotalSizeInGB, 10)
+	}
+	return labels
+}
+
+// categoryAndGeneration split a family: m5d → m, 5; p6-b200 → p, 6; u-6tb1 → u, 1
+// (the generation is the first run of digits after the category letters).
+func categoryAndGeneration(family string) (string, string) {
+	i := strings.IndexFunc(family, func(r rune) bool { return r < 'a' || r > 'z' })
+	if i < 0 {
+		return family, ""
+	}
+	category := family[:i]
+	rest := strings.TrimLeft(family[i:], "-")
+	rest = strings.TrimLeftFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	if end < 0 {
+		end = len(rest)
+	}
+	return category, rest[:end]
+}
+
+// baselineBandwidthMbps is the type's baseline network bandwidth over all its
+// network cards.
+func baselineBandwidthMbps(n *ec2types.NetworkInfo) int64 {
+	var gbps float64
+	for _, c := range n.NetworkCards {
+		gbps += deref(c.BaselineBandwidthInGbps)
+	}
+	return int64(math.Round(gbps * 1000))
+}
+
+// kebab lower-cases a device name and joins its words with dashes ("Radeon Pro V520"
+// → "radeon-pro-v520"), as label values must not hold spaces.
+func kebab(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(s), "-"))
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,0 +1,181 @@
+package aws
+
+import (
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// typeInfo builds an EC2 instance type description; edits adjust it.
+func typeInfo(name string, vcpus int32, mib int64, edits ...func(*ec2types.InstanceTypeInfo)) ec2types.InstanceTypeInfo {
+	info := ec2types.InstanceTypeInfo{
+		InstanceType:          ec2types.InstanceType(name),
+		VCpuInfo:              &ec2types.VCpuInfo{DefaultVCpus: aws.Int32(vcpus)},
+		MemoryInfo:            &ec2types.MemoryInfo{SizeInMiB: aws.Int64(mib)},
+		ProcessorInfo:         &ec2types.ProcessorInfo{Manufacturer: aws.String("Intel"), SupportedArchitectures: []ec2types.ArchitectureType{ec2types.ArchitectureTypeX8664}, SustainedClockSpeedInGhz: aws.Float64(3.1)},
+		Hypervisor:            ec2types.InstanceTypeHypervisorNitro,
+		SupportedUsageClasses: []ec2types.UsageClassType{ec2types.UsageClassTypeOnDemand, ec2types.UsageClassTypeSpot},
+		NetworkInfo: &ec2types.NetworkInfo{MaximumNetworkInterfaces: aws.Int32(3), Ipv4AddressesPerInterface: aws.Int32(10),
+			EncryptionInTransitSupported: aws.Bool(false), NetworkCards: []ec2types.NetworkCardInfo{{BaselineBandwidthInGbps: aws.Float64(0.75)}}},
+		EbsInfo: &ec2types.EbsInfo{EbsOptimizedInfo: &ec2types.EbsOptimizedInfo{MaximumBandwidthInMbps: aws.Int32(4750)}},
+	}
+	for _, e := range edits {
+		e(&info)
+	}
+	return info
+}
+
+func TestLabels(t *testing.T) {
+	tests := []struct {
+		name string
+		info ec2types.InstanceTypeInfo
+		want map[string]string
+	}{
+		{
+			name: "general purpose",
+			info: typeInfo("m5.large", 2, 8192),
+			want: map[string]string{
+				v1.LabelInstanceType: "m5.large", v1.LabelOS: "linux", v1.LabelArch: "amd64",
+				LabelInstanceCategory: "m", LabelInstanceFamily: "m5", LabelInstanceGeneration: "5", LabelInstanceSize: "large",
+				LabelInstanceCPU: "2", LabelInstanceCPUManufacturer: "intel", LabelInstanceCPUClockSpeedMHz: "3100",
+				LabelInstanceMemory: "8192", LabelInstanceHypervisor: "nitro", LabelInstanceEncryptionTransit: "false",
+				LabelInstanceNetworkBandwidth: "750", LabelInstanceEBSBandwidth: "4750",
+			},
+		},
+		{
+			name: "GPU and local NVMe",
+			info: typeInfo("g5.xlarge", 4, 16384, func(i *ec2types.InstanceTypeInfo) {
+				i.ProcessorInfo.Manufacturer = aws.String("AMD")
+				i.ProcessorInfo.SustainedClockSpeedInGhz = nil
+				i.NetworkInfo.EncryptionInTransitSupported = aws.Bool(true)
+				i.NetworkInfo.NetworkCards = []ec2types.NetworkCardInfo{{BaselineBandwidthInGbps: aws.Float64(2.5)}}
+				i.EbsInfo = nil
+				i.GpuInfo = &ec2types.GpuInfo{Gpus: []ec2types.GpuDeviceInfo{{Name: aws.String("A10G"), Manufacturer: aws.String("NVIDIA"),
+					Count: aws.Int32(1), MemoryInfo: &ec2types.GpuDeviceMemoryInfo{SizeInMiB: aws.Int32(24576)}}}}
+				i.InstanceStorageInfo = &ec2types.InstanceStorageInfo{TotalSizeInGB: aws.Int64(250), NvmeSupport: ec2types.EphemeralNvmeSupportRequired}
+			}),
+			want: map[string]string{
+				v1.LabelInstanceType: "g5.xlarge", v1.LabelOS: "linux", v1.LabelArch: "amd64",
+				LabelInstanceCategory: "g", LabelInstanceFamily: "g5", LabelInstanceGeneration: "5", LabelInstanceSize: "xlarge",
+				LabelInstanceCPU: "4", LabelInstanceCPUManufacturer: "amd", LabelInstanceMemory: "16384",
+				LabelInstanceHypervisor: "nitro", LabelInstanceEncryptionTransit: "true", LabelInstanceNetworkBandwidth: "2500",
+				LabelInstanceGPUName: "a10g", LabelInstanceGPUManufacturer: "nvidia", LabelInstanceGPUCount: "1",
+				LabelInstanceGPUMemory: "24576", LabelInstanceLocalNVMe: "250",
+			},
+		},
+		{
+			name: "Graviton with Inferentia-style accelerator and a dashed family",
+			info: typeInfo("inf2.xlarge", 4, 16384, func(i *ec2types.InstanceTypeInfo) {
+				i.ProcessorInfo = &ec2types.ProcessorInfo{Manufacturer: aws.String("AWS"), SupportedArchitectures: []ec2types.ArchitectureType{ec2types.ArchitectureTypeArm64}}
+				i.Hypervisor = ""
+				i.NetworkInfo = nil
+				i.EbsInfo = nil
+				i.NeuronInfo = &ec2types.NeuronInfo{NeuronDevices: []ec2types.NeuronDeviceInfo{{Name: aws.String("Inferentia2"), Count: aws.Int32(1)}}}
+			}),
+			want: map[string]string{
+				v1.LabelInstanceType: "inf2.xlarge", v1.LabelOS: "linux", v1.LabelArch: "arm64",
+				LabelInstanceCategory: "inf", LabelInstanceFamily: "inf2", LabelInstanceGeneration: "2", LabelInstanceSize: "xlarge",
+				LabelInstanceCPU: "4", LabelInstanceCPUManufacturer: "aws", LabelInstanceMemory: "16384",
+				LabelInstanceAcceleratorName: "inferentia2", LabelInstanceAcceleratorMaker: "aws", LabelInstanceAcceleratorCount: "1",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Labels(&tt.info)); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCategoryAndGeneration(t *testing.T) {
+	for family, want := range map[string][2]string{
+		"m5": {"m", "5"}, "m5d": {"m", "5"}, "c6in": {"c", "6"}, "p6-b200": {"p", "6"}, "u-6tb1": {"u", "6"},
+		"mac2": {"mac", "2"}, "x2iedn": {"x", "2"}, "a": {"a", ""},
+	} {
+		c, g := categoryAndGeneration(family)
+		if c != want[0] || g != want[1] {
+			t.Errorf("%s: got %s, %s; want %s, %s", family, c, g, want[0], want[1])
+		}
+	}
+}
+
+func TestBuildInstanceTypes(t *testing.T) {
+	cat := Catalog{
+		Region: "us-east-1",
+		Types: []ec2types.InstanceTypeInfo{
+			typeInfo("m5.large", 2, 8192),
+			typeInfo("t3.micro", 2, 1024, func(i *ec2types.InstanceTypeInfo) {
+				i.SupportedUsageClasses = []ec2types.UsageClassType{ec2types.UsageClassTypeOnDemand}
+				i.NetworkInfo.MaximumNetworkInterfaces, i.NetworkInfo.Ipv4AddressesPerInterface = aws.Int32(2), aws.Int32(2)
+			}),
+			typeInfo("mac1.metal", 12, 32768, func(i *ec2types.InstanceTypeInfo) {
+				i.ProcessorInfo.SupportedArchitectures = []ec2types.ArchitectureType{ec2types.ArchitectureTypeX8664Mac}
+			}),
+			typeInfo("c5.large", 2, 4096), // offered in no zone of the subnets
+			typeInfo("g5.xlarge", 4, 16384, func(i *ec2types.InstanceTypeInfo) {
+				i.GpuInfo = &ec2types.GpuInfo{Gpus: []ec2types.GpuDeviceInfo{{Name: aws.String("A10G"), Manufacturer: aws.String("NVIDIA"), Count: aws.Int32(1)}}}
+			}),
+		},
+		Zones: map[string][]string{"m5.large": {"us-east-1b", "us-east-1a"}, "t3.micro": {"us-east-1a"}, "mac1.metal": {"us-east-1a"}, "g5.xlarge": {"us-east-1a"}},
+		Prices: Prices{
+			OnDemand: map[string]float64{"m5.large": 0.096, "t3.micro": 0.0104, "mac1.metal": 1.083, "g5.xlarge": 1.006},
+			// No spot price for m5.large in us-east-1b: that offering is not sold.
+			Spot: map[string]map[string]float64{"m5.large": {"us-east-1a": 0.035}, "t3.micro": {"us-east-1a": 0.003}},
+		},
+	}
+	types, err := BuildInstanceTypes(cat, allocatable.DefaultEKS(), resource.Quantity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range types {
+		names = append(names, it.Name)
+	}
+	if diff := cmp.Diff([]string{"g5.xlarge", "m5.large", "t3.micro"}, names); diff != "" {
+		t.Fatalf("types (-want +got):\n%s", diff)
+	}
+	g5, m5, t3 := types[0], types[1], types[2]
+	wantOfferings := []scheduling.Offering{
+		{Zone: "us-east-1a", CapacityType: "spot", Price: 0.035, Available: true},
+		{Zone: "us-east-1a", CapacityType: "on-demand", Price: 0.096, Available: true},
+		{Zone: "us-east-1b", CapacityType: "on-demand", Price: 0.096, Available: true},
+	}
+	if diff := cmp.Diff(wantOfferings, m5.Offerings); diff != "" {
+		t.Errorf("m5.large offerings (-want +got):\n%s", diff)
+	}
+	if len(t3.Offerings) != 1 || t3.Offerings[0].CapacityType != "on-demand" {
+		t.Errorf("t3.micro supports only on-demand, got %+v", t3.Offerings)
+	}
+	// Max pods from ENIs: 3 × (10 − 1) + 2 = 29 and 2 × (2 − 1) + 2 = 4.
+	for it, want := range map[*scheduling.InstanceType]int64{m5: 29, t3: 4} {
+		if pods := it.Capacity[corev1.ResourcePods]; pods.Value() != want {
+			t.Errorf("%s: pods %d, want %d", it.Name, pods.Value(), want)
+		}
+	}
+	// The EKS model's memory: 8192Mi less 7.5% (rounded up to a MiB) = 7577Mi.
+	if mem := m5.Capacity[corev1.ResourceMemory]; mem.Value() != 7577*mebi {
+		t.Errorf("m5.large memory capacity %s, want 7577Mi", mem.String())
+	}
+	if gpus := g5.Capacity[ResourceNVIDIAGPU]; gpus.Value() != 1 {
+		t.Errorf("g5.xlarge nvidia.com/gpu %s, want 1", gpus.String())
+	}
+	for key, want := range map[string][]string{v1.LabelZone: {"us-east-1a", "us-east-1b"}, v1.CapacityTypeLabelKey: {"on-demand", "spot"}, v1.LabelRegion: {"us-east-1"}} {
+		r, ok := m5.Requirements.Get(key)
+		if !ok {
+			t.Fatalf("m5.large has no %s requirement", key)
+		}
+		if diff := cmp.Diff(want, r.Values()); diff != "" {
+			t.Errorf("m5.large %s (-want +got):\n%s", key, diff)
+		}
+	}
+}

@@ -1,0 +1,309 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
+)
+
+// ParseOnDemandPrices reads the Price List API's product documents (GetProducts'
+// PriceList) into hourly on-demand prices by instance type. Documents without an
+// instance type or an hourly USD price are skipped; when a type has several, the
+// lowest counts.
+func ParseOnDemandPrices(priceList []string) (map[string]float64, error) {
+	type doc struct {
+		Product struct {
+			Attributes struct {
+				InstanceType string `json:"instanceType"`
+			} `json:"attributes"`
+		} `json:"product"`
+		Terms struct {
+			OnDemand map[string]struct {
+				PriceDimensions map[string]struct {
+					Unit         string            `json:"unit"`
+					PricePerUnit map[string]string `json:"pricePerUnit"`
+				} `json:"priceDimensions"`
+			} `json:"OnDemand"`
+		} `json:"terms"`
+	}
+	out := map[string]float64{}
+	for i, raw := range priceList {
+		var d doc
+		if err := json.Unmarshal([]byte(raw), &d); err != nil {
+			return nil, fmt.Errorf("price list document %d: %w", i, err)
+		}
+		name := d.Product.Attributes.InstanceType
+		if name == "" {
+			continue
+		}
+		for _, term := range d.Terms.OnDemand {
+			for _, dim := range term.PriceDimensions {
+				usd, ok := dim.PricePerUnit["USD"]
+				if !ok || dim.Unit != "Hrs" {
+					continue
+				}
+				p, err := strconv.ParseFloat(usd, 64)
+				if err != nil {
+					return nil, fmt.Errorf("price list document %d (%s): price %q: %w", i, name, usd, err)
+				}
+				// A zero price is a placeholder (a reserved or unsupported line), not free capacity.
+				if have, ok := out[name]; p > 0 && (!ok || p < have) {
+					out[name] = p
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// LatestSpotPrices keeps the newest price of each instance type and zone from a
+// spot price history.
+func LatestSpotPrices(history []ec2types.SpotPrice) (map[string]map[string]float64, error) {
+	out := map[string]map[string]float64{}
+	at := map[[2]string]time.Time{}
+	for _, h := range history {
+		name, zone := string(h.InstanceType), deref(h.AvailabilityZone)
+		if name == "" || zone == "" || h.SpotPrice == nil {
+			continue
+		}
+		p, err := strconv.ParseFloat(*h.SpotPrice, 64)
+		if err != nil {
+			return nil, fmt.Errorf("spot price of %s in %s: %q: %w", name, zone, *h.SpotPrice, err)
+		}
+		key := [2]string{name, zone}
+		ts := deref(h.Timestamp)
+		if seen, ok := at[key]; ok && !ts.After(seen) {
+			continue
+		}
+		at[key] = ts
+		if out[name] == nil {
+			out[name] = map[string]float64{}
+		}
+		out[name][zone] = p
+	}
+	return out, nil
+}
+
+// Over returns p's prices, with fallback's where p has none.
+func (p Prices) Over(fallback Prices) Prices {
+	out := Prices{OnDemand: maps.Clone(fallback.OnDemand), Spot: map[string]map[string]float64{}}
+	if out.OnDemand == nil {
+		out.OnDemand = map[string]float64{}
+	}
+	maps.Copy(out.OnDemand, p.OnDemand)
+	for name, zones := range fallback.Spot {
+		out.Spot[name] = maps.Clone(zones)
+	}
+	for name, zones := range p.Spot {
+		if out.Spot[name] == nil {
+			out.Spot[name] = map[string]float64{}
+		}
+		maps.Copy(out.Spot[name], zones)
+	}
+	return out
+}
+
+// FallbackPrices are the prices of the embedded catalog (EC2 us-east-1), with its
+// zones renamed into region (us-east-1a → <region>a), for when the Pricing API or
+// the spot price history cannot be read.
+func FallbackPrices(region string) (Prices, error) {
+	c, err := catalog.EmbeddedAWSUSEast1()
+	if err != nil {
+		return Prices{}, err
+	}
+	types, err := c.InstanceTypes(allocatable.Kwok{})
+	if err != nil {
+		return Prices{}, err
+	}
+	out := Prices{OnDemand: map[string]float64{}, Spot: map[string]map[string]float64{}}
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			switch o.CapacityType {
+			case CapacityTypeOnDemand:
+				out.OnDemand[it.Name] = o.Price
+			case CapacityTypeSpot:
+				if out.Spot[it.Name] == nil {
+					out.Spot[it.Name] = map[string]float64{}
+				}
+				out.Spot[it.Name][region+o.Zone[len(o.Zone)-1:]] = o.Price
+			}
+		}
+	}
+	return out, nil
+}
+
+// pricingAPI and spotAPI are the calls PriceBook makes.
+type pricingAPI interface {
+	GetProducts(ctx context.Context, in *pricing.GetProductsInput, opts ...func(*pricing.Options)) (*pricing.GetProductsOutput, error)
+}
+
+type spotAPI interface {
+	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, opts ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+}
+
+// PriceBook keeps the region's prices: the embedded catalog's until the Pricing API
+// and the spot price history have been read, then theirs, refreshed every interval.
+type PriceBook struct {
+	region  string
+	pricing pricingAPI
+	ec2     spotAPI
+	clock   clock.Clock
+	// Spot prices move by the minute, on-demand ones a few times a year.
+	onDemandEvery, spotEvery time.Duration
+
+	mu       sync.RWMutex
+	fallback Prices
+	live     Prices
+	// generation counts refreshes, so that what is built from prices can be kept
+	// until they change.
+	generation int64
+}
+
+// NewPriceBook returns a price book for region; Start refreshes on-demand prices
+// every onDemandEvery and spot prices every spotEvery.
+func NewPriceBook(region string, pricingClient pricingAPI, ec2Client spotAPI, clk clock.Clock, onDemandEvery, spotEvery time.Duration) (*PriceBook, error) {
+	fallback, err := FallbackPrices(region)
+	if err != nil {
+		return nil, fmt.Errorf("embedded prices: %w", err)
+	}
+	return &PriceBook{region: region, pricing: pricingClient, ec2: ec2Client, clock: clk,
+		onDemandEvery: onDemandEvery, spotEvery: spotEvery, fallback: fallback}, nil
+}
+
+// Prices are the current prices.
+func (b *PriceBook) Prices() Prices {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.live.Over(b.fallback)
+}
+
+// Generation changes whenever the prices do.
+func (b *PriceBook) Generation() int64 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.generation
+}
+
+// Start refreshes the prices until ctx ends; a failed refresh keeps the prices it
+// had and is tried again at the next tick.
+func (b *PriceBook) Start(ctx context.Context) error {
+	var onDemandAt, spotAt time.Time
+	tick := min(b.onDemandEvery, b.spotEvery)
+	for {
+		now := b.clock.Now()
+		if onDemandAt.IsZero() || now.Sub(onDemandAt) >= b.onDemandEvery {
+			if err := b.RefreshOnDemand(ctx); err != nil {
+				log.FromContext(ctx).Error(err, "refreshing on-demand prices; keeping the previous ones")
+			} else {
+				onDemandAt = now
+			}
+		}
+		if spotAt.IsZero() || now.Sub(spotAt) >= b.spotEvery {
+			if err := b.RefreshSpot(ctx); err != nil {
+				log.FromContext(ctx).Error(err, "refreshing spot prices; keeping the previous ones")
+			} else {
+				spotAt = now
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-b.clock.After(tick):
+		}
+	}
+}
+
+// Refresh reads on-demand and spot prices; each half read replaces the previous.
+func (b *PriceBook) Refresh(ctx context.Context) error {
+	return errors.Join(b.RefreshOnDemand(ctx), b.RefreshSpot(ctx))
+}
+
+// RefreshOnDemand reads the on-demand prices from the Pricing API.
+func (b *PriceBook) RefreshOnDemand(ctx context.Context) error {
+	prices, err := b.onDemand(ctx)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(prices) > 0 {
+		b.live.OnDemand = prices
+		b.generation++
+	}
+	return nil
+}
+
+// RefreshSpot reads the spot prices in force from the spot price history.
+func (b *PriceBook) RefreshSpot(ctx context.Context) error {
+	prices, err := b.spot(ctx)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(prices) > 0 {
+		b.live.Spot = prices
+		b.generation++
+	}
+	return nil
+}
+
+func (b *PriceBook) onDemand(ctx context.Context) (map[string]float64, error) {
+	filter := func(field, value string) pricingtypes.Filter {
+		return pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String(field), Value: aws.String(value)}
+	}
+	in := &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: []pricingtypes.Filter{
+		filter("regionCode", b.region), filter("operatingSystem", "Linux"), filter("tenancy", "Shared"),
+		filter("preInstalledSw", "NA"), filter("capacitystatus", "Used"),
+	}}
+	out := map[string]float64{}
+	for p := pricing.NewGetProductsPaginator(b.pricing, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading on-demand prices: %w", err)
+		}
+		prices, err := ParseOnDemandPrices(page.PriceList)
+		if err != nil {
+			return nil, err
+		}
+		for name, price := range prices {
+			if have, ok := out[name]; !ok || price < have {
+				out[name] = price
+			}
+		}
+	}
+	return out, nil
+}
+
+func (b *PriceBook) spot(ctx context.Context) (map[string]map[string]float64, error) {
+	in := &ec2.DescribeSpotPriceHistoryInput{
+		ProductDescriptions: []string{"Linux/UNIX"},
+		// A start time of now asks for the price in force now, per type and zone.
+		StartTime: aws.Time(b.clock.Now()),
+	}
+	var history []ec2types.SpotPrice
+	for p := ec2.NewDescribeSpotPriceHistoryPaginator(b.ec2, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading spot prices: %w", err)
+		}
+		history = append(history, page.SpotPriceHistory...)
+	}
+	return LatestSpotPrices(history)
+}

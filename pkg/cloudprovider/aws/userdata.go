@@ -1,0 +1,371 @@
+package aws
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"mime/multipart"
+	"net/mail"
+	"net/textproto"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
+	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+// Cluster is what a node needs to know to join the cluster.
+type Cluster struct {
+	Name     string
+	Endpoint string
+	// CABundle is the cluster CA, base64-encoded PEM, as EKS returns it.
+	CABundle string
+	// ServiceCIDR is the cluster's service IPv4 range; the DNS service is its
+	// tenth address, as on EKS.
+	ServiceCIDR string
+	// DNS overrides the cluster DNS addresses derived from ServiceCIDR.
+	DNS []string
+}
+
+// Bootstrap is what goes into one launch template's user data.
+type Bootstrap struct {
+	Cluster Cluster
+	Family  string // AMI family: AL2023, Bottlerocket, Custom, …
+	Kubelet *awsv1.KubeletConfiguration
+	// MaxPods is the node's max pods (the instance types of a launch template share it).
+	MaxPods int32
+	Labels  map[string]string
+	Taints  []corev1.Taint
+	// UserData is the NodeClass's spec.userData.
+	UserData *string
+}
+
+// BootstrapFor is the bootstrap of a claim's nodes: its labels that the kubelet may
+// set, its taints and startup taints, and the unregistered taint Tailor removes
+// once the Node is registered.
+func BootstrapFor(claim *v1.NodeClaim, nc *awsv1.EC2NodeClass, cluster Cluster, maxPods int32) Bootstrap {
+	labels := map[string]string{}
+	for k, v := range claim.Labels {
+		if kubeletMaySet(k) {
+			labels[k] = v
+		}
+	}
+	taints := append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)
+	if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&v1.UnregisteredNoExecuteTaint) }) {
+		taints = append(taints, v1.UnregisteredNoExecuteTaint)
+	}
+	return Bootstrap{Cluster: cluster, Family: nc.AMIFamily(), Kubelet: nc.Spec.Kubelet, MaxPods: maxPods,
+		Labels: labels, Taints: taints, UserData: nc.Spec.UserData}
+}
+
+// kubeletMaySet: the NodeRestriction admission plugin refuses node labels in the
+// kubernetes.io and k8s.io domains other than these.
+func kubeletMaySet(key string) bool {
+	domain, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return true
+	}
+	if !strings.HasSuffix(domain, "kubernetes.io") && !strings.HasSuffix(domain, "k8s.io") {
+		return true
+	}
+	switch key {
+	case v1.LabelArch, v1.LabelOS, v1.LabelInstanceType, v1.LabelZone, v1.LabelRegion, v1.LabelHostname,
+		"beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type",
+		"failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region":
+		return true
+	}
+	return strings.HasSuffix(domain, "node.kubernetes.io") || strings.HasSuffix(domain, "node-restriction.kubernetes.io")
+}
+
+// clusterDNS is the kubelet's clusterDNS: the NodeClass's, the cluster's, or the
+// tenth address of the service range.
+func (b Bootstrap) clusterDNS() []string {
+	switch {
+	case b.Kubelet != nil && len(b.Kubelet.ClusterDNS) > 0:
+		return b.Kubelet.ClusterDNS
+	case len(b.Cluster.DNS) > 0:
+		return b.Cluster.DNS
+	}
+	prefix, _, ok := strings.Cut(b.Cluster.ServiceCIDR, "/")
+	if !ok {
+		return nil
+	}
+	octets := strings.Split(prefix, ".")
+	if len(octets) != 4 {
+		return nil
+	}
+	octets[3] = "10"
+	return []string{strings.Join(octets, ".")}
+}
+
+// UserData renders the user data of the bootstrap's AMI family.
+func UserData(b Bootstrap) (string, error) {
+	switch b.Family {
+	case awsv1.AMIFamilyAL2023:
+		return al2023UserData(b)
+	case awsv1.AMIFamilyBottlerocket:
+		return bottlerocketUserData(b)
+	case awsv1.AMIFamilyCustom, "":
+		return deref(b.UserData), nil
+	}
+	return "", fmt.Errorf("AMI family %s is not supported by Tailor's AWS provider", b.Family)
+}
+
+// mimeBoundary is the boundary of Tailor's multi-part user data; "//" cannot occur
+// in a YAML or shell part's own lines as a whole line.
+const mimeBoundary = "//"
+
+// al2023UserData is a MIME multi-part document: the user's parts first, then a
+// nodeadm NodeConfig with the cluster and kubelet settings, which nodeadm merges
+// over them.
+func al2023UserData(b Bootstrap) (string, error) {
+	type nodeConfig struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Spec       struct {
+			Cluster struct {
+				Name                 string `json:"name"`
+				APIServerEndpoint    string `json:"apiServerEndpoint"`
+				CertificateAuthority string `json:"certificateAuthority"`
+				CIDR                 string `json:"cidr,omitempty"`
+			} `json:"cluster"`
+			Kubelet struct {
+				Config map[string]any `json:"config,omitempty"`
+				Flags  []string       `json:"flags,omitempty"`
+			} `json:"kubelet"`
+		} `json:"spec"`
+	}
+	var doc nodeConfig
+	doc.APIVersion, doc.Kind = "node.eks.aws/v1alpha1", "NodeConfig"
+	c := &doc.Spec.Cluster
+	c.Name, c.APIServerEndpoint, c.CertificateAuthority, c.CIDR = b.Cluster.Name, b.Cluster.Endpoint, b.Cluster.CABundle, b.Cluster.ServiceCIDR
+	config := map[string]any{}
+	if b.MaxPods > 0 {
+		config["maxPods"] = b.MaxPods
+	}
+	if dns := b.clusterDNS(); len(dns) > 0 {
+		config["clusterDNS"] = dns
+	}
+	if k := b.Kubelet; k != nil {
+		putMap(config, "systemReserved", k.SystemReserved)
+		putMap(config, "kubeReserved", k.KubeReserved)
+		putMap(config, "evictionHard", k.EvictionHard)
+		putMap(config, "evictionSoft", k.EvictionSoft)
+		if len(k.EvictionSoftGracePeriod) > 0 {
+			grace := map[string]string{}
+			for sig, d := range k.EvictionSoftGracePeriod {
+				grace[sig] = d.Duration.String()
+			}
+			config["evictionSoftGracePeriod"] = grace
+		}
+		putPtr(config, "evictionMaxPodGracePeriod", k.EvictionMaxPodGracePeriod)
+		putPtr(config, "podsPerCore", k.PodsPerCore)
+		putPtr(config, "imageGCHighThresholdPercent", k.ImageGCHighThresholdPercent)
+		putPtr(config, "imageGCLowThresholdPercent", k.ImageGCLowThresholdPercent)
+		putPtr(config, "cpuCFSQuota", k.CPUCFSQuota)
+	}
+	if len(config) > 0 {
+		doc.Spec.Kubelet.Config = config
+	}
+	if len(b.Labels) > 0 {
+		doc.Spec.Kubelet.Flags = append(doc.Spec.Kubelet.Flags, "--node-labels="+joinLabels(b.Labels))
+	}
+	if len(b.Taints) > 0 {
+		var ts []string
+		for _, t := range b.Taints {
+			ts = append(ts, t.ToString())
+		}
+		doc.Spec.Kubelet.Flags = append(doc.Spec.Kubelet.Flags, "--register-with-taints="+strings.Join(ts, ","))
+	}
+	ours, err := yaml.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	parts, err := userParts(deref(b.UserData))
+	if err != nil {
+		return "", fmt.Errorf("spec.userData: %w", err)
+	}
+	parts = append(parts, mimePart{contentType: "application/node.eks.aws", body: ours})
+	return renderMIME(parts)
+}
+
+func putMap[V ~string](config map[string]any, key string, m map[string]V) {
+	if len(m) == 0 {
+		return
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	config[key] = out
+}
+
+func putPtr[T any](config map[string]any, key string, p *T) {
+	if p != nil {
+		config[key] = *p
+	}
+}
+
+func joinLabels(labels map[string]string) string {
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		kv = append(kv, k+"="+labels[k])
+	}
+	return strings.Join(kv, ",")
+}
+
+type mimePart struct {
+	contentType string
+	body        []byte
+}
+
+// userParts reads the user's user data: a MIME multi-part document's parts, or the
+// whole as one part, a shell script or a nodeadm document by its first line.
+func userParts(s string) ([]mimePart, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	if strings.HasPrefix(s, "MIME-Version:") || strings.HasPrefix(s, "Content-Type: multipart") {
+		msg, err := mail.ReadMessage(bufio.NewReader(strings.NewReader(s)))
+		if err != nil {
+			return nil, fmt.Errorf("reading the MIME document: %w", err)
+		}
+		mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+		if err != nil || !strings.HasPrefix(mediaType, "multipart/") {
+			return nil, fmt.Errorf("a MIME document must be multipart, got Content-Type %q", msg.Header.Get("Content-Type"))
+		}
+		r := multipart.NewReader(msg.Body, params["boundary"])
+		var out []mimePart
+		for {
+			p, err := r.NextPart()
+			if err == io.EOF {
+				return out, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading a MIME part: %w", err)
+			}
+			body, err := io.ReadAll(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, mimePart{contentType: p.Header.Get("Content-Type"), body: body})
+		}
+	}
+	contentType := "application/node.eks.aws"
+	if strings.HasPrefix(s, "#!") {
+		contentType = `text/x-shellscript; charset="us-ascii"`
+	}
+	return []mimePart{{contentType: contentType, body: []byte(s)}}, nil
+}
+
+func renderMIME(parts []mimePart) (string, error) {
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	if err := w.SetBoundary(mimeBoundary); err != nil {
+		return "", err
+	}
+	for _, p := range parts {
+		pw, err := w.CreatePart(textproto.MIMEHeader{"Content-Type": {p.contentType}})
+		if err != nil {
+			return "", err
+		}
+		if _, err := pw.Write(p.body); err != nil {
+			return "", err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return "", err
+	}
+	return "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"" + mimeBoundary + "\"\n\n" + body.String(), nil
+}
+
+// bottlerocketUserData merges Tailor's settings into the user's TOML: the cluster
+// and max pods replace the user's, labels and taints are added to theirs.
+func bottlerocketUserData(b Bootstrap) (string, error) {
+	doc := map[string]any{}
+	if s := deref(b.UserData); strings.TrimSpace(s) != "" {
+		if _, err := toml.Decode(s, &doc); err != nil {
+			return "", fmt.Errorf("spec.userData is not TOML: %w", err)
+		}
+	}
+	settings := table(doc, "settings")
+	k8s := table(settings, "kubernetes")
+	k8s["cluster-name"] = b.Cluster.Name
+	k8s["api-server"] = b.Cluster.Endpoint
+	k8s["cluster-certificate"] = b.Cluster.CABundle
+	if dns := b.clusterDNS(); len(dns) == 1 {
+		k8s["cluster-dns-ip"] = dns[0]
+	} else if len(dns) > 1 {
+		k8s["cluster-dns-ip"] = dns
+	}
+	if b.MaxPods > 0 {
+		k8s["max-pods"] = int64(b.MaxPods)
+	}
+	if k := b.Kubelet; k != nil {
+		for key, m := range map[string]map[string]string{"system-reserved": toStrings(k.SystemReserved),
+			"kube-reserved": toStrings(k.KubeReserved), "eviction-hard": toStrings(k.EvictionHard)} {
+			if len(m) > 0 {
+				t := table(k8s, key)
+				for name, v := range m {
+					t[name] = v
+				}
+			}
+		}
+		if k.ImageGCHighThresholdPercent != nil {
+			k8s["image-gc-high-threshold-percent"] = int64(*k.ImageGCHighThresholdPercent)
+		}
+		if k.ImageGCLowThresholdPercent != nil {
+			k8s["image-gc-low-threshold-percent"] = int64(*k.ImageGCLowThresholdPercent)
+		}
+		if k.CPUCFSQuota != nil {
+			k8s["cpu-cfs-quota-enforced"] = *k.CPUCFSQuota
+		}
+	}
+	if len(b.Labels) > 0 {
+		labels := table(k8s, "node-labels")
+		for name, v := range b.Labels {
+			labels[name] = v
+		}
+	}
+	if len(b.Taints) > 0 {
+		taints := table(k8s, "node-taints")
+		for _, t := range b.Taints {
+			entry := t.Value + ":" + string(t.Effect)
+			have, _ := taints[t.Key].([]any)
+			if !slices.Contains(have, any(entry)) {
+				taints[t.Key] = append(have, entry)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if err := toml.NewEncoder(&out).Encode(doc); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// table returns the named sub-table of t, creating it when missing (or when the
+// user set that key to something other than a table).
+func table(t map[string]any, key string) map[string]any {
+	if sub, ok := t[key].(map[string]any); ok {
+		return sub
+	}
+	sub := map[string]any{}
+	t[key] = sub
+	return sub
+}
+
+func toStrings[V ~string](m map[string]V) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}

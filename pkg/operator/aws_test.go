@@ -1,0 +1,168 @@
+package operator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/fakeaws"
+	awscloud "github.com/nodetailor/tailor/pkg/cloudprovider/aws"
+)
+
+// The controller with the aws provider, against the fake AWS and a real API
+// server: a pending pod gets a NodeClaim launched as an EC2 instance, and deleting
+// the NodeClaim terminates the instance.
+func TestAWSProviderLaunchesAndTerminates(t *testing.T) {
+	fake, err := fakeaws.New(fakeaws.Options{TerminationDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	cluster := fake.Cluster().Name
+	cfg := fake.AWSConfig()
+
+	opts := DefaultOptions()
+	opts.CloudProvider = "aws"
+	opts.AWS.ClusterName, opts.AWS.Region, opts.AWS.Config = cluster, fake.Region(), &cfg
+	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, "0", "0"
+	opts.BatchIdle, opts.BatchMax = 100*time.Millisecond, time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, env.cluster.Config, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	})
+
+	kube := env.kube
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "aws-e2e"},
+		Spec: awsv1.EC2NodeClassSpec{
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
+			Role:                       "KarpenterNodeRole-" + cluster,
+		},
+	}
+	pool := &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "aws-e2e"},
+		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nc.Name},
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge"}},
+				{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{"on-demand"}},
+			},
+		}}},
+	}
+	for _, o := range []client.Object{nc, pool} {
+		if err := kube.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = kube.Delete(context.Background(), o) })
+	}
+
+	ns := newNamespace(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+	}
+	if err := kube.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	// No scheduler runs: mark the pod unschedulable as kube-scheduler would.
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Now()}}
+	if err := kube.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+
+	var claim v1.NodeClaim
+	var instanceID string
+	eventually(t, 45*time.Second, func() (bool, string) {
+		claims := &v1.NodeClaimList{}
+		if err := kube.List(t.Context(), claims); err != nil {
+			return false, err.Error()
+		}
+		for _, c := range claims.Items {
+			if c.Labels[v1.NodePoolLabelKey] != pool.Name || c.Status.ProviderID == "" {
+				continue
+			}
+			id, err := awscloud.ParseProviderID(c.Status.ProviderID)
+			if err != nil {
+				return false, err.Error()
+			}
+			claim, instanceID = c, id
+			return true, ""
+		}
+		return false, "no launched NodeClaim of the NodePool; NodeClass " + nodeClassReady(t, nc.Name)
+	})
+	inst, ok := fake.Instance(instanceID)
+	if !ok {
+		t.Fatalf("NodeClaim %s records instance %s, which the fake does not have", claim.Name, instanceID)
+	}
+	if inst.Tags[awscloud.TagNodeClaim] != claim.Name || inst.Tags[awscloud.TagNodePool] != pool.Name ||
+		inst.Type != claim.Labels[v1.LabelInstanceType] {
+		t.Errorf("instance %+v does not match NodeClaim %s (%v)", inst, claim.Name, claim.Labels)
+	}
+	if n := len(fake.Instances()); n != 1 {
+		t.Errorf("%d instances for one pod, want 1", n)
+	}
+
+	// The pod goes first, so that nothing asks for a replacement; then the claim.
+	if err := kube.Delete(t.Context(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Delete(t.Context(), &claim); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() (bool, string) {
+		inst, _ := fake.Instance(instanceID)
+		err := kube.Get(t.Context(), client.ObjectKeyFromObject(&claim), &v1.NodeClaim{})
+		return inst.State == "terminated" && client.IgnoreNotFound(err) == nil && err != nil,
+			"instance " + inst.State + ", NodeClaim lookup: " + errString(err)
+	})
+	for _, i := range fake.Instances() {
+		if i.State != "terminated" && i.State != "shutting-down" {
+			t.Errorf("instance %s (NodeClaim %s) is %s after its pod and claim went", i.ID, i.Tags[awscloud.TagNodeClaim], i.State)
+		}
+	}
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), claims, client.MatchingLabels{v1.NodePoolLabelKey: pool.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 0 {
+		t.Errorf("%d NodeClaims of NodePool %s left", len(claims.Items), pool.Name)
+	}
+}
+
+func nodeClassReady(t *testing.T, name string) string {
+	nc := &awsv1.EC2NodeClass{}
+	if err := env.kube.Get(t.Context(), client.ObjectKey{Name: name}, nc); err != nil {
+		return err.Error()
+	}
+	if nc.IsReady() {
+		return "ready"
+	}
+	return "not ready"
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "found"
+	}
+	return err.Error()
+}

@@ -1,0 +1,75 @@
+package operator
+
+import (
+	"runtime"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	awscloud "github.com/nodetailor/tailor/pkg/cloudprovider/aws"
+	"github.com/nodetailor/tailor/pkg/controllers/disruption"
+	"github.com/nodetailor/tailor/pkg/controllers/interruption"
+	"github.com/nodetailor/tailor/pkg/controllers/node/health"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
+	"github.com/nodetailor/tailor/pkg/controllers/termination"
+	"github.com/nodetailor/tailor/pkg/metrics"
+)
+
+// The pod informer's events time pods (see podTracker), under Karpenter's names.
+var (
+	podStartupDuration = prometheus.NewSummary(prometheus.SummaryOpts{
+		Name:       "karpenter_pods_startup_duration_seconds",
+		Help:       "The time from pod creation until the pod is running (ready), for pods seen pending.",
+		Objectives: metrics.SummaryObjectives(),
+	})
+	podBoundDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "karpenter_pods_bound_duration_seconds",
+		Help:    "The time from pod creation until the pod is bound, for pods seen unbound.",
+		Buckets: metrics.DurationBuckets(),
+	})
+)
+
+// buildInfo is karpenter_build_info: 1, labeled with the binary's version, Go
+// version, architecture and commit (from the Go build's own stamp).
+func buildInfo() prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_build_info",
+		Help: "A metric with a constant '1' value labeled by the version, Go version, architecture and commit Tailor was built from.",
+	}, []string{"version", "goversion", "goarch", "commit"})
+	version, commit := "dev", ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			version = v
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	g.WithLabelValues(version, runtime.Version(), runtime.GOARCH, commit).Set(1)
+	return g
+}
+
+// metricCollectors are every metric the controllers report to, in one explicit
+// list (the cloud provider's, made with its decorator, and the cluster collector
+// are registered where they are made).
+func metricCollectors() []prometheus.Collector {
+	out := []prometheus.Collector{buildInfo(), podStartupDuration, podBoundDuration, interruption.Received}
+	for _, cs := range [][]prometheus.Collector{provisioning.Collectors(), lifecycle.Collectors(), termination.Collectors(),
+		disruption.Collectors(), health.Collectors(), awscloud.InterruptionCollectors()} {
+		out = append(out, cs...)
+	}
+	return out
+}
+
+// registerMetrics registers metricCollectors with reg.
+func registerMetrics(reg prometheus.Registerer) error {
+	for _, c := range metricCollectors() {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

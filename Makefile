@@ -4,23 +4,48 @@ BIN := $(CURDIR)/bin
 export TAILOR_BIN_DIR := $(BIN)
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build tools generate verify-generate fmt vet lint test test-unit fidelity bench fuzz demo clean
+.PHONY: all build image tools generate verify-generate fmt vet lint test test-unit fidelity chart-test image-test bench fuzz demo clean
 
 all: build
 
-## build: the tailor binary in bin/
+# What `tailor version` prints; unstamped builds say dev/unknown.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
+
+## build: the tailor binary in bin/, stamped with version, commit and build date
 build:
-	go build -o $(BIN)/tailor ./cmd/tailor
+	go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/tailor ./cmd/tailor
+
+## image: a multi-arch (linux/amd64, linux/arm64) OCI image of a static tailor binary,
+## built without a Docker daemon (hack/image) into out/tailor-image (an OCI layout)
+## and out/tailor-image.tar (that layout as one tarball)
+IMAGE ?= ghcr.io/nodetailor/tailor:$(VERSION)
+PLATFORMS ?= linux/amd64,linux/arm64
+image:
+	@mkdir -p out/image-bin
+	@for p in $$(echo $(PLATFORMS) | tr , ' '); do \
+	  os=$${p%/*}; arch=$${p#*/}; echo "image: building tailor for $$p"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(LDFLAGS)" \
+	    -o out/image-bin/tailor-$$os-$$arch ./cmd/tailor || exit 1; \
+	done
+	cd hack/image && go run . -binaries ../../out/image-bin -platforms $(PLATFORMS) \
+	  -image $(IMAGE) -version $(VERSION) -revision $(COMMIT) -created $(BUILD_DATE) \
+	  -layout ../../out/tailor-image -tarball ../../out/tailor-image.tar
 
 ## tools: the local control plane (etcd, kube-apiserver, kube-scheduler,
 ## kube-controller-manager, kwok) and controller-gen, built from the Go module proxy
 tools:
 	@bash hack/tools.sh
 
-## generate: deepcopy functions and CRDs from api/
+## generate: deepcopy functions and CRDs from api/ (the CRDs copied into
+## charts/tailor-crd), and the chart's RBAC from the +kubebuilder:rbac markers
 generate: tools
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd
+	cp config/crd/*.yaml charts/tailor-crd/templates/
+	bash hack/generate-rbac.sh
 
 ## verify-generate: fails when the generated files are stale
 verify-generate: tools
@@ -40,11 +65,23 @@ lint vet:
 test: tools lint verify-generate
 	go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fidelity
+	$(MAKE) image-test
+	$(MAKE) chart-test
 
 ## fidelity: our feasibility check against the kube-scheduler's filter plugins
 ## (hack/fidelity, a module of its own since it imports k8s.io/kubernetes)
 fidelity:
 	cd hack/fidelity && go vet ./... && go test $(GO_TEST_FLAGS) ./...
+
+## image-test: the image builder (hack/image) builds an image from freshly
+## cross-compiled binaries and reads it back
+image-test:
+	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
+
+## chart-test: the Helm charts rendered, linted and applied to a real API server,
+## where the controller provisions with the chart's ServiceAccount (hack/chart)
+chart-test: tools
+	cd hack/chart && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 ## bench: the scheduling benchmarks (Karpenter's published mix, and the AWS catalog)
 BENCH ?= .
@@ -67,4 +104,4 @@ demo: tools build
 	@bash hack/demo.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) out

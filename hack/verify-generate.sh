@@ -18,6 +18,14 @@ for f in config/crd/*.yaml "$scratch"/config/crd/*.yaml; do
   name=$(basename "$f")
   diff -u "config/crd/$name" "$scratch/config/crd/$name" || stale=1
 done
+# The chart ships the CRDs as they are.
+for f in config/crd/*.yaml; do
+  diff -u "$f" "charts/tailor-crd/templates/$(basename "$f")" || stale=1
+done
+[ "$(ls charts/tailor-crd/templates/*.yaml | wc -l)" = "$(ls config/crd/*.yaml | wc -l)" ] || { echo "charts/tailor-crd/templates holds other files than config/crd's CRDs" >&2; stale=1; }
+# The chart's RBAC, from the +kubebuilder:rbac markers.
+CONTROLLER_GEN="$root/bin/controller-gen" bash hack/generate-rbac.sh "$scratch/rbac"
+diff -ru charts/tailor/rbac "$scratch/rbac" || stale=1
 if [ "$stale" = 1 ]; then
   echo "generated files are stale: run \`make generate\` and commit the result" >&2
   exit 1

@@ -10,20 +10,27 @@ import (
 	"strconv"
 	"syscall"
 
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nodetailor/tailor/internal/faults"
 	"github.com/nodetailor/tailor/pkg/operator"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
-func parseController(args []string, stderr io.Writer) (operator.Options, error) {
+func parseControllerEnv(args []string, env environment, stderr io.Writer) (operator.Options, error) {
 	opts := operator.DefaultOptions()
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, or $KUBECONFIG)")
-	fs.StringVar(&opts.CloudProvider, "cloud-provider", opts.CloudProvider, "cloud provider: sim")
+	fs.StringVar(&opts.CloudProvider, "cloud-provider", opts.CloudProvider, "cloud provider: sim or aws")
+	fs.StringVar(&opts.AWS.ClusterName, "cluster-name", opts.AWS.ClusterName, "aws: the EKS cluster's name, which tags and bootstraps its instances")
+	fs.StringVar(&opts.AWS.ClusterEndpoint, "cluster-endpoint", opts.AWS.ClusterEndpoint, "aws: the API server URL nodes join (default: from EKS DescribeCluster)")
+	fs.StringVar(&opts.AWS.ClusterCABundle, "cluster-ca-bundle", opts.AWS.ClusterCABundle, "aws: the cluster CA, base64-encoded PEM (default: from EKS DescribeCluster)")
+	fs.StringVar(&opts.AWS.Region, "aws-region", os.Getenv("AWS_REGION"), "aws: the region to launch in (default $AWS_REGION)")
+	fs.StringVar(&opts.AWS.InterruptionQueue, "interruption-queue", opts.AWS.InterruptionQueue, "aws: the SQS queue (name or URL) EventBridge delivers interruption events to; empty turns interruption handling off")
+	fs.Float64Var(&opts.AWS.VMMemoryOverheadPercent, "vm-memory-overhead-percent", opts.AWS.VMMemoryOverheadPercent, "aws: the share of an instance type's memory the hypervisor keeps (0.075 is 7.5%)")
 	fs.DurationVar(&opts.BatchIdle, "batch-idle-duration", opts.BatchIdle, "close a batch of pending pods after this long without a new one")
 	fs.DurationVar(&opts.BatchMax, "batch-max-duration", opts.BatchMax, "close a batch this long after its first pod")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Prometheus metrics address (0 turns it off)")
@@ -46,17 +53,37 @@ func parseController(args []string, stderr io.Writer) (operator.Options, error) 
 		return nil
 	})
 	fs.IntVar(&opts.KubeClientBurst, "kube-client-burst", opts.KubeClientBurst, "API requests the controller may make at once above --kube-client-qps, per kind")
-	fs.Func("feature-gates", "Karpenter feature gates, Name=bool comma-separated: NodeRepair (replace nodes NotReady for 30 minutes; default false)", func(v string) error {
+	fs.Func("feature-gates", "Karpenter's feature gates, Name=bool comma-separated, over the defaults (default "+opts.FeatureGates.String()+")", func(v string) error {
 		gates, err := operator.ParseFeatureGates(v)
 		opts.FeatureGates = gates
 		return err
 	})
-	return opts, fs.Parse(args)
+	fs.Func("preference-policy", "Respect or Ignore pods' scheduling preferences (preferred affinities, ScheduleAnyway spreads) when planning nodes (default Respect)", func(v string) error {
+		p, err := scheduling.ParsePreferencePolicy(v)
+		opts.Scheduling.PreferencePolicy = p
+		return err
+	})
+	fs.Func("min-values-policy", "Strict or BestEffort: whether NodePools' minValues may be relaxed when pods would otherwise fit nowhere (default Strict)", func(v string) error {
+		p, err := scheduling.ParseMinValuesPolicy(v)
+		opts.Scheduling.MinValuesPolicy = p
+		return err
+	})
+	addOperationFlags(fs, &opts)
+	if err := parseWithEnv(fs, args, env.lookup); err != nil {
+		return opts, err
+	}
+	finishController(&opts, env)
+	return opts, nil
 }
 
 func runController(opts operator.Options, stderr io.Writer) error {
-	tuneGC()
-	ctrl.SetLogger(zap.New(zap.WriteTo(stderr)))
+	tuneGC(opts.MemoryLimit)
+	logger, err := operator.NewLogger(stderr, opts.LogLevel)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger) // client-go's own logs (leader election) at the same level
 	cfg, err := operator.RESTConfig(opts)
 	if err != nil {
 		return err

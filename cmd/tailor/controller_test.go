@@ -2,8 +2,11 @@ package main
 
 import (
 	"io"
+	"os"
 	"testing"
 	"time"
+
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // The flags parse once into Options, with the defaults the README lists.
@@ -29,5 +32,45 @@ func TestParseController(t *testing.T) {
 		if _, err := parseController(bad, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// The aws provider's flags, with the region from AWS_REGION unless given.
+func TestParseControllerAWS(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-west-1")
+	opts, err := parseController([]string{"--cloud-provider", "aws", "--cluster-name", "demo",
+		"--cluster-endpoint", "https://demo.example", "--cluster-ca-bundle", "Q0E="}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := opts.AWS
+	if opts.CloudProvider != "aws" || a.ClusterName != "demo" || a.ClusterEndpoint != "https://demo.example" ||
+		a.ClusterCABundle != "Q0E=" || a.Region != "eu-west-1" || a.VMMemoryOverheadPercent != 0.075 {
+		t.Errorf("parsed %+v", opts)
+	}
+	opts, err = parseController([]string{"--aws-region", "us-west-2", "--vm-memory-overhead-percent", "0.05"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.AWS.Region != "us-west-2" || opts.AWS.VMMemoryOverheadPercent != 0.05 {
+		t.Errorf("parsed %+v", opts.AWS)
+	}
+}
+
+// The engine's policies come from flags or from Karpenter's variables.
+func TestControllerSchedulingPolicies(t *testing.T) {
+	noFile := func(string) ([]byte, error) { return nil, os.ErrNotExist }
+	opts, err := parseControllerEnv([]string{"--preference-policy", "Ignore"}, environment{lookup: func(name string) (string, bool) {
+		v, ok := map[string]string{"MIN_VALUES_POLICY": "BestEffort"}[name]
+		return v, ok
+	}, readFile: noFile}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Scheduling.PreferencePolicy != scheduling.PreferencePolicyIgnore || opts.Scheduling.MinValuesPolicy != scheduling.MinValuesPolicyBestEffort {
+		t.Errorf("scheduling options %+v, want Ignore (flag) and BestEffort (MIN_VALUES_POLICY)", opts.Scheduling)
+	}
+	if _, err := parseControllerEnv([]string{"--min-values-policy", "Loose"}, environment{lookup: func(string) (string, bool) { return "", false }, readFile: noFile}, io.Discard); err == nil {
+		t.Error("--min-values-policy Loose was accepted")
 	}
 }

@@ -14,12 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 )
-
-// version is set at build time with -ldflags "-X main.version=…"; otherwise the
-// module version from the build info is used.
-var version = ""
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -76,8 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	case "version", "--version":
-		fmt.Fprintln(stdout, "tailor", Version())
-		return 0
+		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
@@ -97,15 +91,4 @@ commands:
   sandbox     a local control plane with kwok and Tailor: up, down, status, demo
   simulate    plan nodes for pods, NodePools and nodes read from manifests
   version     print the version`)
-}
-
-// Version is the build's version string.
-func Version() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		return info.Main.Version
-	}
-	return "devel"
 }

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,23 +14,27 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
-	"github.com/nodetailor/tailor/pkg/state"
 )
 
 // clusterCollector reports the cluster as Tailor sees it at each scrape, read from
-// the informer cache: pending pods, NodePool usage and limits (Karpenter's names),
-// and the hourly price of the nodes Tailor launched.
+// the informer cache: Karpenter's state-derived gauges (nodes, pods, NodePools,
+// cluster state, instance-type offerings) and Tailor's own (pending pods, price).
+// Collect gathers; clusterMetrics (pure) computes.
 //
-// A scrape must stay cheap with tens of thousands of pods: the pending count is
-// kept by the pod informer's events (see pendingPods), never by listing pods.
+// A scrape must stay cheap with tens of thousands of pods: what it needs of each
+// pod is kept by the pod informer's events (see podTracker), never by listing pods.
 type clusterCollector struct {
 	kube  client.Reader
 	types func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error)
 
-	pending       *pendingPods
-	pendingSynced func() bool
-
-	pendingDesc, usage, limit, price *prometheus.Desc
+	pods       *podTracker
+	podsSynced func() bool
+	// synced says whether the cluster state (the informers it reads) holds its
+	// initial lists; unsyncedSince is when it was last seen not to.
+	synced        func() bool
+	mu            sync.Mutex
+	unsyncedSince time.Time
+	now           func() time.Time
 }
 
 // podEvents is the part of the pod informer the collector uses.
@@ -37,102 +42,173 @@ type podEvents interface {
 	AddEventHandler(toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error)
 }
 
-func newClusterCollector(kube client.Reader, pods podEvents, types func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error)) (*clusterCollector, error) {
-	pending := &pendingPods{keys: map[string]struct{}{}}
-	reg, err := pods.AddEventHandler(pending)
+func newClusterCollector(kube client.Reader, pods podEvents, types func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error), synced func() bool) (*clusterCollector, error) {
+	tracker := newPodTracker(time.Now)
+	reg, err := pods.AddEventHandler(tracker)
 	if err != nil {
-		return nil, fmt.Errorf("following pods for the tailor_pods_pending metric: %w", err)
+		return nil, fmt.Errorf("following pods for the pod metrics: %w", err)
 	}
-	return &clusterCollector{kube: kube, types: types, pending: pending, pendingSynced: reg.HasSynced,
-		pendingDesc: prometheus.NewDesc("tailor_pods_pending", "Pods the kube-scheduler could not place and Tailor provisions for.", nil, nil),
-		usage:       prometheus.NewDesc("karpenter_nodepools_usage", "Resources of a NodePool's nodes.", []string{"nodepool", "resource_type"}, nil),
-		limit:       prometheus.NewDesc("karpenter_nodepools_limit", "A NodePool's limits.", []string{"nodepool", "resource_type"}, nil),
-		price:       prometheus.NewDesc("tailor_cluster_price_per_hour", "Hourly price of the nodes Tailor launched, at their offerings' prices.", nil, nil),
-	}, nil
+	return &clusterCollector{kube: kube, types: types, pods: tracker, podsSynced: reg.HasSynced, synced: synced, now: time.Now}, nil
 }
 
-// pendingPods is the set of provisionable pods (state.Provisionable), by
-// namespace/name, as the pod informer's events say; a relist replays events, so
-// each one sets a pod's membership rather than counting up or down.
-type pendingPods struct {
+func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, f := range clusterFamilies {
+		ch <- f.desc
+	}
+}
+
+func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now := c.now()
+	in := clusterView{Now: now, Synced: c.synced() && c.podsSynced()}
+	c.mu.Lock()
+	switch {
+	case in.Synced:
+		c.unsyncedSince = time.Time{}
+	case c.unsyncedSince.IsZero():
+		c.unsyncedSince = now
+	}
+	if !in.Synced {
+		in.UnsyncedFor = now.Sub(c.unsyncedSince)
+	}
+	c.mu.Unlock()
+	// Until the informer's first list is in, the pod counts would be short: say
+	// nothing of pods.
+	if c.podsSynced() {
+		in.Pods, in.Pending = c.pods.snapshot()
+		in.PodsKnown = true
+	}
+	pools := &v1.NodePoolList{}
+	claims := &v1.NodeClaimList{}
+	nodes := &corev1.NodeList{}
+	if c.kube.List(ctx, pools, client.UnsafeDisableDeepCopy) == nil &&
+		c.kube.List(ctx, claims, client.UnsafeDisableDeepCopy) == nil &&
+		c.kube.List(ctx, nodes, client.UnsafeDisableDeepCopy) == nil {
+		in.Listed = true
+		in.NodePools, in.Claims, in.Nodes = pools.Items, claims.Items, nodes.Items
+		in.Types = map[string][]*scheduling.InstanceType{}
+		for i := range pools.Items {
+			if types, err := c.types(ctx, &pools.Items[i]); err == nil {
+				in.Types[pools.Items[i].Name] = types
+			}
+		}
+	}
+	for _, s := range clusterMetrics(in) {
+		ch <- prometheus.MustNewConstMetric(s.family.desc, prometheus.GaugeValue, s.value, s.labels...)
+	}
+}
+
+// podTracker keeps, by namespace/name, what the metrics need of each pod, as the
+// pod informer's events say; a relist replays events, so each one sets a pod's
+// entry rather than counting up or down. It also observes the startup and bind
+// durations of the pods it saw pending.
+type podTracker struct {
+	now func() time.Time
+
 	mu   sync.Mutex
-	keys map[string]struct{}
+	pods map[string]*podInfo
+	// unstarted and unbound are the pods seen not yet running and not yet bound.
+	unstarted, unbound map[string]bool
 }
 
-func (p *pendingPods) OnAdd(obj any, _ bool) { p.observe(obj) }
-func (p *pendingPods) OnUpdate(_, obj any)   { p.observe(obj) }
+func newPodTracker(now func() time.Time) *podTracker {
+	return &podTracker{now: now, pods: map[string]*podInfo{}, unstarted: map[string]bool{}, unbound: map[string]bool{}}
+}
 
-func (p *pendingPods) OnDelete(obj any) {
+func (p *podTracker) OnAdd(obj any, _ bool) { p.observe(obj) }
+func (p *podTracker) OnUpdate(_, obj any)   { p.observe(obj) }
+
+func (p *podTracker) OnDelete(obj any) {
 	// A tombstone (a delete the watch missed) carries the key too.
 	key, err := toolscache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		return
 	}
 	p.mu.Lock()
-	delete(p.keys, key)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	delete(p.pods, key)
+	delete(p.unstarted, key)
+	delete(p.unbound, key)
 }
 
-func (p *pendingPods) observe(obj any) {
+func (p *podTracker) observe(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
 	key := pod.Namespace + "/" + pod.Name
-	pending := state.Provisionable(pod)
+	info := newPodInfo(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if pending {
-		p.keys[key] = struct{}{}
+	p.pods[key] = info
+	if d, ok := startupDuration(pod, p.unstarted[key]); ok {
+		podStartupDuration.Observe(d.Seconds())
+	}
+	if d, ok := boundDuration(pod, p.unbound[key]); ok {
+		podBoundDuration.Observe(d.Seconds())
+	}
+	switch {
+	case pod.Status.Phase == corev1.PodPending:
+		p.unstarted[key] = true
+	default:
+		delete(p.unstarted, key)
+	}
+	if info.Node == "" && !scheduling.IsTerminal(pod) {
+		p.unbound[key] = true
 	} else {
-		delete(p.keys, key)
+		delete(p.unbound, key)
 	}
 }
 
-func (p *pendingPods) count() int {
+// snapshot returns the pods (entries are never changed, only replaced, so they may
+// be read without the lock) and how many are pending.
+func (p *podTracker) snapshot() ([]*podInfo, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.keys)
+	out := make([]*podInfo, 0, len(p.pods))
+	pending := 0
+	for _, info := range p.pods {
+		out = append(out, info)
+		if info.Pending {
+			pending++
+		}
+	}
+	return out, pending
 }
 
-func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.pendingDesc
-	ch <- c.usage
-	ch <- c.limit
-	ch <- c.price
+// count is the number of pending pods.
+func (p *podTracker) count() int {
+	_, n := p.snapshot()
+	return n
 }
 
-func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	// Until the informer's first list is in, the count would be short: say nothing.
-	if c.pendingSynced() {
-		ch <- prometheus.MustNewConstMetric(c.pendingDesc, prometheus.GaugeValue, float64(c.pending.count()))
+// startupDuration is how long a pod seen pending took to become ready: from its
+// creation to its Ready condition's last transition, as Karpenter measures it.
+func startupDuration(pod *corev1.Pod, seenPending bool) (time.Duration, bool) {
+	if !seenPending || pod.Status.Phase == corev1.PodPending {
+		return 0, false
 	}
-	pools := &v1.NodePoolList{}
-	claims := &v1.NodeClaimList{}
-	if c.kube.List(ctx, pools) != nil || c.kube.List(ctx, claims, client.UnsafeDisableDeepCopy) != nil {
-		return
+	i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+	})
+	if i < 0 {
+		return 0, false
 	}
-	total := 0.0
-	for i := range pools.Items {
-		np := &pools.Items[i]
-		for name, q := range np.Status.Resources {
-			ch <- prometheus.MustNewConstMetric(c.usage, prometheus.GaugeValue, q.AsApproximateFloat64(), np.Name, string(name))
-		}
-		for name, q := range np.Spec.Limits {
-			ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, q.AsApproximateFloat64(), np.Name, string(name))
-		}
-		types, err := c.types(ctx, np)
-		if err != nil {
-			continue
-		}
-		for _, nc := range claims.Items {
-			if nc.Labels[v1.NodePoolLabelKey] == np.Name {
-				p, _ := scheduling.OfferingPrice(types, nc.Labels)
-				total += p
-			}
-		}
+	return pod.Status.Conditions[i].LastTransitionTime.Sub(pod.CreationTimestamp.Time), true
+}
+
+// boundDuration is how long a pod seen unbound took to be bound: from its creation
+// to its PodScheduled condition's last transition.
+func boundDuration(pod *corev1.Pod, seenUnbound bool) (time.Duration, bool) {
+	if !seenUnbound || pod.Spec.NodeName == "" {
+		return 0, false
 	}
-	ch <- prometheus.MustNewConstMetric(c.price, prometheus.GaugeValue, total)
+	i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue
+	})
+	if i < 0 {
+		return 0, false
+	}
+	return pod.Status.Conditions[i].LastTransitionTime.Sub(pod.CreationTimestamp.Time), true
 }

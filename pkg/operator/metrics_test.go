@@ -41,7 +41,7 @@ func TestScrapeListsNoPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	reader := &countingReader{Reader: podCache, lists: map[string]int{}}
-	collector, err := newClusterCollector(reader, informer, noTypes)
+	collector, err := newClusterCollector(reader, informer, noTypes, func() bool { return true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +102,10 @@ func TestPendingPodsFollowEvents(t *testing.T) {
 		p.Spec.NodeName = "n"
 		return p
 	}
-	type event func(p *pendingPods)
-	add := func(pod *corev1.Pod) event { return func(p *pendingPods) { p.OnAdd(pod, false) } }
-	update := func(pod *corev1.Pod) event { return func(p *pendingPods) { p.OnUpdate(nil, pod) } }
-	del := func(obj any) event { return func(p *pendingPods) { p.OnDelete(obj) } }
+	type event func(p *podTracker)
+	add := func(pod *corev1.Pod) event { return func(p *podTracker) { p.OnAdd(pod, false) } }
+	update := func(pod *corev1.Pod) event { return func(p *podTracker) { p.OnUpdate(nil, pod) } }
+	del := func(obj any) event { return func(p *podTracker) { p.OnDelete(obj) } }
 	for _, tc := range []struct {
 		name   string
 		events []event
@@ -117,10 +117,10 @@ func TestPendingPodsFollowEvents(t *testing.T) {
 		{"deleted", []event{add(pending("a")), add(pending("b")), del(pending("a"))}, 1},
 		{"deleted, seen only by a relist", []event{add(pending("a")),
 			del(toolscache.DeletedFinalStateUnknown{Key: "default/a", Obj: pending("a")})}, 0},
-		{"not a pod", []event{add(pending("a")), func(p *pendingPods) { p.OnAdd("junk", false) }}, 1},
+		{"not a pod", []event{add(pending("a")), func(p *podTracker) { p.OnAdd("junk", false) }}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &pendingPods{keys: map[string]struct{}{}}
+			p := newPodTracker(time.Now)
 			for _, e := range tc.events {
 				e(p)
 			}
@@ -134,7 +134,7 @@ func TestPendingPodsFollowEvents(t *testing.T) {
 // BenchmarkScrape scrapes a cluster of 20,000 pods, half of them pending.
 func BenchmarkScrape(b *testing.B) {
 	informer := &fakePodInformer{}
-	collector, err := newClusterCollector(emptyReader{}, informer, noTypes)
+	collector, err := newClusterCollector(emptyReader{}, informer, noTypes, func() bool { return true })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func BenchmarkScrape(b *testing.B) {
 
 // BenchmarkPodEvent is what keeping the count costs per pod event.
 func BenchmarkPodEvent(b *testing.B) {
-	p := &pendingPods{keys: map[string]struct{}{}}
+	p := newPodTracker(time.Now)
 	pod := testPod("default", "p")
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
 	b.ReportAllocs()

@@ -3,9 +3,11 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,11 +24,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/internal/kubescheme"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
-	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
 	cptimeout "github.com/nodetailor/tailor/pkg/cloudprovider/timeout"
 	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
 	"github.com/nodetailor/tailor/pkg/controllers/interruption"
@@ -37,6 +38,7 @@ import (
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/podevents"
 	"github.com/nodetailor/tailor/pkg/controllers/nodepool"
 	"github.com/nodetailor/tailor/pkg/controllers/nodepool/registrationhealth"
+	"github.com/nodetailor/tailor/pkg/controllers/nodepool/static"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
 	"github.com/nodetailor/tailor/pkg/controllers/termination"
 	"github.com/nodetailor/tailor/pkg/disruption"
@@ -54,11 +56,20 @@ type Options struct {
 	BatchMax      time.Duration
 	// MetricsAddr, HealthAddr and PprofAddr (net/http/pprof, off when empty) are
 	// listen addresses; "0" turns one off.
-	MetricsAddr             string
-	HealthAddr              string
-	PprofAddr               string
-	LeaderElection          bool
+	MetricsAddr    string
+	HealthAddr     string
+	PprofAddr      string
+	LeaderElection bool
+	// LeaderElectionNamespace and LeaderElectionID place the leader Lease; an
+	// empty namespace means the controller's own (see LeaseNamespace).
 	LeaderElectionNamespace string
+	LeaderElectionID        string
+	// LogLevel is debug, info or error (see NewLogger).
+	LogLevel string
+	// MemoryLimit is the container's memory limit in bytes (MEMORY_LIMIT, as
+	// Karpenter's chart sets it); the Go runtime keeps its heap under 90% of it.
+	// Zero or less means none.
+	MemoryLimit int64
 	// UnavailableOfferingsTTL is how long an offering that ran out of capacity is
 	// avoided.
 	UnavailableOfferingsTTL time.Duration
@@ -72,17 +83,29 @@ type Options struct {
 	// second, per kind (client-go's token bucket).
 	KubeClientQPS   float32
 	KubeClientBurst int
+	// Scheduling are the engine's preference and minValues policies, for
+	// provisioning and disruption alike (--preference-policy, --min-values-policy).
+	Scheduling scheduling.Options
 	// FeatureGates turn on Karpenter's optional features (--feature-gates).
 	FeatureGates FeatureGates
+	// AWS configures the aws cloud provider.
+	AWS AWSOptions
+
+	// skipNameValidation lets a test Run the controller a second time in one
+	// process (controller-runtime wants each controller name once per process).
+	skipNameValidation bool
 }
 
 // DefaultOptions are the flags' defaults.
 func DefaultOptions() Options {
 	return Options{CloudProvider: "sim", BatchIdle: time.Second, BatchMax: 10 * time.Second,
-		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElection: true, LeaderElectionNamespace: "kube-system",
+		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElection: true, LeaderElectionID: DefaultLeaderElectionID,
+		LogLevel: "info", MemoryLimit: -1, FeatureGates: DefaultFeatureGates(),
 		UnavailableOfferingsTTL: 3 * time.Minute, GCInterval: 30 * time.Second,
 		Disruption: disruptionctl.DefaultOptions(), InterruptionInterval: 2 * time.Second,
-		KubeClientQPS: 200, KubeClientBurst: 400}
+		KubeClientQPS: 200, KubeClientBurst: 400,
+		AWS: AWSOptions{VMMemoryOverheadPercent: allocatable.DefaultVMMemoryOverheadPercent,
+			OnDemandPriceRefresh: 12 * time.Hour, SpotPriceRefresh: 5 * time.Minute}}
 }
 
 // Scheme knows the kinds Tailor reads and writes.
@@ -102,8 +125,8 @@ const PodEventsPerSecond = 100
 
 // Run starts the controller and blocks until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
-	if opts.CloudProvider != "sim" {
-		return fmt.Errorf("cloud provider %q: only sim is available", opts.CloudProvider)
+	if opts.CloudProvider != "sim" && opts.CloudProvider != "aws" {
+		return fmt.Errorf("cloud provider %q: want sim or aws", opts.CloudProvider)
 	}
 	scheme, err := Scheme()
 	if err != nil {
@@ -120,9 +143,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		HealthProbeBindAddress:  opts.HealthAddr,
 		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
-		LeaderElectionID:        "tailor-controller",
-		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: 10},
+		LeaderElectionID:        cmp.Or(opts.LeaderElectionID, DefaultLeaderElectionID),
+		LeaderElectionNamespace: cmp.Or(opts.LeaderElectionNamespace, LeaseNamespace(os.LookupEnv, os.ReadFile)),
+		Controller:              ctrlconfig.Controller{MaxConcurrentReconciles: 10, SkipNameValidation: &opts.skipNameValidation},
 
 		// Step down when stopped, so a rollout's new leader takes over at once
 		// rather than after the old lease expires (LeaseDuration, 15s).
@@ -139,41 +162,21 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
-	simCloud := sim.New(kube, clk).WithAPIReader(mgr.GetAPIReader())
-	cloud := cpmetrics.Decorate(cptimeout.Decorate(simCloud, cptimeout.Defaults()), cpm)
-	if err := provisioning.RegisterMetrics(metrics.Registry); err != nil {
-		return err
-	}
-	if err := termination.RegisterMetrics(metrics.Registry); err != nil {
-		return err
-	}
-	if err := disruptionctl.RegisterMetrics(metrics.Registry); err != nil {
-		return err
-	}
-	if err := health.RegisterMetrics(metrics.Registry); err != nil {
-		return err
-	}
-	if err := metrics.Registry.Register(interruption.Received); err != nil {
-		return err
-	}
 	unavailable := cloudprovider.NewUnavailableOfferings(clk, opts.UnavailableOfferingsTTL)
+	prov, err := newProvider(ctx, mgr, clk, opts, unavailable)
+	if err != nil {
+		return err
+	}
+	cloud := cpmetrics.Decorate(cptimeout.Decorate(prov.cloud, cptimeout.Defaults()), cpm)
+	if err := registerMetrics(metrics.Registry); err != nil {
+		return err
+	}
 	instanceTypes := func(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
 		types, err := cloud.InstanceTypes(ctx, np)
 		if err != nil {
 			return nil, err
 		}
 		return unavailable.Apply(types), nil
-	}
-	podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		return err
-	}
-	collector, err := newClusterCollector(mgr.GetCache(), podInformer, instanceTypes)
-	if err != nil {
-		return err
-	}
-	if err := metrics.Registry.Register(collector); err != nil {
-		return err
 	}
 	// One read-only view for the provisioner and disruption, its informers started
 	// with the cache, its pods read from the pod informer's store.
@@ -185,16 +188,25 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}
 		cluster.WithSyncers(informer)
 	}
-	if informer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{}); err != nil {
+	podInformer, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
 		return err
-	} else if store, ok := informer.(interface{ GetStore() toolscache.Store }); ok {
+	}
+	if store, ok := podInformer.(interface{ GetStore() toolscache.Store }); ok {
 		cluster.WithPodStore(store.GetStore())
+	}
+	collector, err := newClusterCollector(mgr.GetCache(), podInformer, instanceTypes, cluster.Synced)
+	if err != nil {
+		return err
+	}
+	if err := metrics.Registry.Register(collector); err != nil {
+		return err
 	}
 	// The provisioner records an event per pod it plans for, a thousand at once in a
 	// large batch: they go out at a steady pace (see package events).
 	podEvents := events.NewPaced(recorder, PodEventsPerSecond, 2*PodEventsPerSecond, 50_000)
 	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, podEvents, clk,
-		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax})
+		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling})
 
 	// Every controller, in one explicit list.
 	if err := mgr.Add(manager.RunnableFunc(podEvents.Run)); err != nil {
@@ -215,18 +227,22 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := mgr.Add(garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval)); err != nil {
 		return err
 	}
-	if err := nodepool.NewController(kube, &v1alpha1.SimNodeClass{}).Register(mgr); err != nil {
+	if err := nodepool.NewController(kube, opts.FeatureGates.StaticCapacity, prov.nodeClass).Register(mgr); err != nil {
 		return err
 	}
 	if err := registrationhealth.NewController(kube, cloud, clk).Register(mgr); err != nil {
 		return err
 	}
-	if err := sim.NewRegistrar(kube, simCloud, clk).Register(mgr); err != nil {
+	if opts.FeatureGates.StaticCapacity {
+		if err := static.NewController(kube, recorder).Register(mgr); err != nil {
+			return err
+		}
+	}
+	if err := prov.register(mgr); err != nil {
 		return err
 	}
-	if err := sim.NewNodeClassController(kube, simCloud).Register(mgr); err != nil {
-		return err
-	}
+	opts.Disruption.SpotToSpotConsolidation = opts.FeatureGates.SpotToSpotConsolidation
+	opts.Disruption.Scheduling = opts.Scheduling
 	if err := mgr.Add(disruptionctl.NewController(kube, mgr.GetAPIReader(), cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
 		return err
 	}
@@ -241,8 +257,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err := podevents.NewController(kube, clk).Register(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(interruption.NewController(kube, simCloud, unavailable, recorder, clk, opts.InterruptionInterval, provisioner.Trigger)); err != nil {
-		return err
+	if prov.interruptions != nil {
+		if err := mgr.Add(interruption.NewController(kube, prov.interruptions, unavailable, recorder, clk, opts.InterruptionInterval, provisioner.Trigger)); err != nil {
+			return err
+		}
 	}
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

@@ -25,15 +25,16 @@ type Metrics struct {
 // NewMetrics makes the collectors and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
+		// Karpenter leaves this histogram at Prometheus's default buckets.
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "karpenter_cloudprovider_duration_seconds",
-			Help:    "Duration of cloud provider calls, by method and provider.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}, []string{"method", "provider"}),
+			Help:    "Duration of cloud provider method calls, by calling controller, method and provider.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"controller", "method", "provider"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "karpenter_cloudprovider_errors_total",
-			Help: "Failed cloud provider calls, by method, provider and error kind.",
-		}, []string{"method", "provider", "error"}),
+			Help: "Failed cloud provider calls, by calling controller, method, provider and error kind.",
+		}, []string{"controller", "method", "provider", "error"}),
 	}
 	for _, c := range []prometheus.Collector{m.Duration, m.Errors} {
 		if err := reg.Register(c); err != nil {
@@ -46,6 +47,25 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
+// Collectors are the metrics, for a registry.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.Duration, m.Errors}
+}
+
+type controllerKey struct{}
+
+// WithController names the controller calling the provider with ctx, for the
+// metrics' controller label (Karpenter's controller names: "provisioner",
+// "disruption", …).
+func WithController(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, controllerKey{}, name)
+}
+
+func controllerOf(ctx context.Context) string {
+	name, _ := ctx.Value(controllerKey{}).(string)
+	return name
+}
+
 // Decorate returns cp recording to m.
 func Decorate(cp cloudprovider.CloudProvider, m *Metrics) cloudprovider.CloudProvider {
 	return &decorator{cp: cp, m: m}
@@ -56,10 +76,11 @@ type decorator struct {
 	m  *Metrics
 }
 
-func (d *decorator) observe(method string, start time.Time, err error) {
-	d.m.Duration.WithLabelValues(method, d.cp.Name()).Observe(time.Since(start).Seconds())
+func (d *decorator) observe(ctx context.Context, method string, start time.Time, err error) {
+	controller := controllerOf(ctx)
+	d.m.Duration.WithLabelValues(controller, method, d.cp.Name()).Observe(time.Since(start).Seconds())
 	if err != nil {
-		d.m.Errors.WithLabelValues(method, d.cp.Name(), kind(err)).Inc()
+		d.m.Errors.WithLabelValues(controller, method, d.cp.Name(), kind(err)).Inc()
 	}
 }
 
@@ -81,42 +102,42 @@ func kind(err error) string {
 func (d *decorator) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeClaim, error) {
 	start := time.Now()
 	nc, err := d.cp.Create(ctx, claim)
-	d.observe("Create", start, err)
+	d.observe(ctx, "Create", start, err)
 	return nc, err
 }
 
 func (d *decorator) Delete(ctx context.Context, claim *v1.NodeClaim) error {
 	start := time.Now()
 	err := d.cp.Delete(ctx, claim)
-	d.observe("Delete", start, err)
+	d.observe(ctx, "Delete", start, err)
 	return err
 }
 
 func (d *decorator) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
 	start := time.Now()
 	nc, err := d.cp.Get(ctx, providerID)
-	d.observe("Get", start, err)
+	d.observe(ctx, "Get", start, err)
 	return nc, err
 }
 
 func (d *decorator) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 	start := time.Now()
 	list, err := d.cp.List(ctx)
-	d.observe("List", start, err)
+	d.observe(ctx, "List", start, err)
 	return list, err
 }
 
 func (d *decorator) InstanceTypes(ctx context.Context, pool *v1.NodePool) ([]*scheduling.InstanceType, error) {
 	start := time.Now()
 	types, err := d.cp.InstanceTypes(ctx, pool)
-	d.observe("InstanceTypes", start, err)
+	d.observe(ctx, "InstanceTypes", start, err)
 	return types, err
 }
 
 func (d *decorator) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
 	start := time.Now()
 	reason, err := d.cp.IsDrifted(ctx, claim)
-	d.observe("IsDrifted", start, err)
+	d.observe(ctx, "IsDrifted", start, err)
 	return reason, err
 }
 

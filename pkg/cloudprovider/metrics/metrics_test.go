@@ -25,15 +25,16 @@ func TestDecoratorRecordsCallsAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cp.Delete(t.Context(), nc); err != nil {
+	terminating := WithController(t.Context(), "termination")
+	if err := cp.Delete(terminating, nc); err != nil {
 		t.Fatal(err)
 	}
-	_ = cp.Delete(t.Context(), nc) // gone: NodeClaimNotFound
-	if got := testutil.ToFloat64(m.Errors.WithLabelValues("Delete", "fake", "NodeClaimNotFoundError")); got != 1 {
+	_ = cp.Delete(terminating, nc) // gone: NodeClaimNotFound
+	if got := testutil.ToFloat64(m.Errors.WithLabelValues("termination", "Delete", "fake", "NodeClaimNotFoundError")); got != 1 {
 		t.Errorf("Delete errors counted %v, want 1", got)
 	}
 	if n := testutil.CollectAndCount(m.Duration); n != 2 {
-		t.Errorf("%d duration series, want Create and Delete", n)
+		t.Errorf("%d duration series, want Create (no controller) and Delete (termination)", n)
 	}
 	if cp.Name() != "fake" || len(inner.Calls) != 3 {
 		t.Errorf("decorator changed the provider: name %q, calls %v", cp.Name(), inner.Calls)

@@ -6,7 +6,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/metrics"
 )
+
+// ControllerName is the disruption loop's controller label value, as Karpenter's.
+const ControllerName = "disruption"
 
 // metricReason is a disruption reason as Karpenter's metrics spell it: lower case.
 func metricReason(r v1.DisruptionReason) string { return strings.ToLower(string(r)) }
@@ -32,27 +36,22 @@ var (
 		Name: "karpenter_nodepools_allowed_disruptions",
 		Help: "How many more nodes each NodePool's budgets allow to be disrupted now, by reason.",
 	}, []string{"nodepool", "reason"})
-	EvaluationDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	EvaluationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
-		Help:    "Time one disruption pass spends deciding.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	})
+		Help:    "Time one disruption pass spends deciding, by the reason and consolidation type of the command it decided on (empty when none).",
+		Buckets: metrics.DurationBuckets(),
+	}, []string{"reason", "consolidation_type"})
 	NodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "karpenter_nodeclaims_disrupted_total",
 		Help: "NodeClaims disrupted, by reason, NodePool and capacity type.",
 	}, []string{"reason", "nodepool", "capacity_type"})
-	Failures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tailor_disruption_failures_total",
-		Help: "Disruption commands rolled back because their replacements did not come up, by reason.",
-	}, []string{"reason"})
+	QueueFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpenter_voluntary_disruption_queue_failures_total",
+		Help: "Disruption commands rolled back (their replacements did not come up, or a write failed), by decision, reason and consolidation type.",
+	}, []string{"decision", "reason", "consolidation_type"})
 )
 
-// RegisterMetrics registers the metrics with reg.
-func RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{Decisions, EligibleNodes, AllowedDisruptions, EvaluationDuration, NodeClaimsDisrupted, Failures} {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
+// Collectors are the package's metrics, for the operator to register.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{Decisions, EligibleNodes, AllowedDisruptions, EvaluationDuration, NodeClaimsDisrupted, QueueFailures}
 }

@@ -2,28 +2,39 @@ package provisioning
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodetailor/tailor/pkg/metrics"
 )
 
-// Metrics under Karpenter's names, so its dashboards read Tailor too.
+// ControllerName is the provisioner's controller label value, as Karpenter's.
+const ControllerName = "provisioner"
+
+// ReasonProvisioned is karpenter_nodeclaims_created_total's reason for claims
+// made for pending pods (replacements carry their disruption reason).
+const ReasonProvisioned = "provisioned"
+
+// Metrics under Karpenter's names and labels, so its dashboards read Tailor too.
 var (
-	SchedulingDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "karpenter_provisioner_scheduling_duration_seconds",
-		Help:    "Duration of one scheduling simulation.",
-		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-	})
+	SchedulingDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "karpenter_scheduler_scheduling_duration_seconds",
+		Help:    "Duration of scheduling simulations used for deprovisioning and provisioning in seconds, by controller.",
+		Buckets: metrics.DurationBuckets(),
+	}, []string{"controller"})
+	QueueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_scheduler_queue_depth",
+		Help: "The number of pods the scheduling round under way is placing, by controller and round.",
+	}, []string{"controller", "scheduling_id"})
+	UnschedulablePods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_scheduler_unschedulable_pods_count",
+		Help: "The number of pods the last scheduling round found no room for, by controller.",
+	}, []string{"controller"})
 	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "karpenter_nodeclaims_created_total",
-		Help: "NodeClaims created, by NodePool and reason.",
-	}, []string{"nodepool", "reason"})
+		Help: "NodeClaims created, by reason (provisioned, or the disruption reason of a replacement), NodePool and whether minValues was relaxed.",
+	}, []string{"reason", "nodepool", "min_values_relaxed"})
 )
 
-// RegisterMetrics registers the collectors (the operator passes controller-runtime's
-// registry).
-func RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{SchedulingDuration, NodeClaimsCreated} {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
+// Collectors are the package's metrics, for the operator to register.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{SchedulingDuration, QueueDepth, UnschedulablePods, NodeClaimsCreated}
 }

@@ -28,6 +28,10 @@ import (
 // Interval is the pause between passes: tolerations are tens of minutes.
 const Interval = 10 * time.Second
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
 // Controller runs node repair passes.
 type Controller struct {
 	kube     client.Client

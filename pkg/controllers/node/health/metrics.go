@@ -15,8 +15,8 @@ var UnhealthyDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "NodeClaims deleted by node repair, by the node condition that caused it, NodePool, capacity type and image.",
 }, []string{"condition", "nodepool", "capacity_type", "image_id"})
 
-// RegisterMetrics registers the metrics with reg.
-func RegisterMetrics(reg prometheus.Registerer) error { return reg.Register(UnhealthyDisrupted) }
+// Collectors are the package's metrics, for the operator to register.
+func Collectors() []prometheus.Collector { return []prometheus.Collector{UnhealthyDisrupted} }
 
 // snakeCase spells a condition type as Karpenter's metric labels do: Ready is
 // "ready", AcceleratedHardwareReady "accelerated_hardware_ready".

@@ -21,6 +21,9 @@ import (
 	"github.com/nodetailor/tailor/pkg/disruption"
 )
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;delete
+
 // Controller is the expiration controller.
 type Controller struct {
 	kube     client.Client

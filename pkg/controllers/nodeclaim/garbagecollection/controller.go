@@ -29,6 +29,10 @@ import (
 // before the claim is looked at.
 const Grace = 30 * time.Second
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+
 // Controller runs a collection every Interval.
 type Controller struct {
 	kube     client.Client

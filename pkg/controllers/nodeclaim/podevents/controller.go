@@ -29,6 +29,12 @@ import (
 // this often.
 const Dedupe = 5 * time.Second
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
 // Controller is the pod events controller. Its requests name Nodes.
 type Controller struct {
 	kube  client.Client

@@ -94,6 +94,11 @@ func FailureOf(nc *v1.NodeClaim) (Failure, bool) {
 	return Failure{}, false
 }
 
+// RBAC: what it reads and writes (see `make generate`).
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
+
 // Controller keeps the condition.
 type Controller struct {
 	kube  client.Client

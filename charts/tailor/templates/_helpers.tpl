@@ -1,0 +1,102 @@
+{{/* The chart's name. */}}
+{{- define "tailor.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The objects' name: the release's, unless it lacks the chart's. */}}
+{{- define "tailor.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "tailor.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tailor.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "tailor.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "tailor.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.additionalLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Every object's metadata below its name: namespace (when namespaced), labels, annotations. */}}
+{{- define "tailor.metadata" -}}
+labels:
+  {{- include "tailor.labels" . | nindent 2 }}
+{{- with .Values.additionalAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "tailor.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "tailor.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name must name an existing ServiceAccount when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "tailor.image" -}}
+{{- $img := .Values.controller.image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository (default .Chart.AppVersion $img.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* FEATURE_GATES: Name=bool, comma-separated, from settings.featureGates (nodeRepair → NodeRepair). */}}
+{{- define "tailor.featureGates" -}}
+{{- $gates := list }}
+{{- range $name, $on := .Values.settings.featureGates }}
+{{- $gates = append $gates (printf "%s%s=%t" (upper (substr 0 1 $name)) (substr 1 -1 $name) $on) }}
+{{- end }}
+{{- join "," $gates }}
+{{- end }}
+
+{{/*
+The rules of the generated RBAC (rbac/<dir>/role.yaml, from the +kubebuilder:rbac
+markers: `make generate`) of one kind, ClusterRole or Role: (list $ dir kind).
+*/}}
+{{- define "tailor.generatedRules" -}}
+{{- $root := index . 0 }}
+{{- $file := printf "rbac/%s/role.yaml" (index . 1) }}
+{{- $kind := index . 2 }}
+{{- $content := $root.Files.Get $file }}
+{{- if not $content }}
+{{- fail (printf "%s is missing from the chart" $file) }}
+{{- end }}
+{{- $rules := list }}
+{{- range $doc := regexSplit "(?m)^---\\s*$" $content -1 }}
+{{- if trim $doc }}
+{{- $obj := fromYaml $doc }}
+{{- if eq $obj.kind $kind }}
+{{- $rules = concat $rules $obj.rules }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if $rules }}
+{{- toYaml $rules }}
+{{- end }}
+{{- end }}
+
+{{- define "tailor.cloudProvider" -}}
+{{- if not (has .Values.cloudProvider (list "aws" "sim")) }}
+{{- fail (printf "cloudProvider %q: want aws or sim" .Values.cloudProvider) }}
+{{- end }}
+{{- .Values.cloudProvider }}
+{{- end }}

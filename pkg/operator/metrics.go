@@ -35,6 +35,11 @@ type clusterCollector struct {
 	mu            sync.Mutex
 	unsyncedSince time.Time
 	now           func() time.Time
+	// leading says whether this replica is the leader. A standby's cache holds the
+	// same cluster, and the chart's Service scrapes every replica: only the
+	// leader reports, so dashboards that sum the series count each node once,
+	// as with Karpenter, whose standby replicas report no cluster state.
+	leading func() bool
 }
 
 // podEvents is the part of the pod informer the collector uses.
@@ -58,6 +63,9 @@ func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.leading != nil && !c.leading() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	now := c.now()

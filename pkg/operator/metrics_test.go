@@ -87,6 +87,16 @@ func TestScrapeListsNoPods(t *testing.T) {
 	if n := reader.count("*v1.PodList"); n != 0 {
 		t.Errorf("the scrapes listed pods %d times, want 0", n)
 	}
+
+	// A standby replica reports no cluster state: the Service scrapes both.
+	collector.leading = func() bool { return false }
+	if got, ok := scrapePending(t, collector); ok {
+		t.Errorf("a standby replica reported tailor_pods_pending %v", got)
+	}
+	collector.leading = func() bool { return true }
+	if _, ok := scrapePending(t, collector); !ok {
+		t.Error("the leader reported no tailor_pods_pending")
+	}
 }
 
 // The count follows each pod's latest state, whatever order and repetition the

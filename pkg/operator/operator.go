@@ -199,6 +199,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	collector.leading = func() bool {
+		select {
+		case <-mgr.Elected():
+			return true
+		default:
+			return false
+		}
+	}
 	if err := metrics.Registry.Register(collector); err != nil {
 		return err
 	}

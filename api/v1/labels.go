@@ -51,14 +51,15 @@ var (
 )
 
 // RestrictedLabelDomains may not appear in NodePool requirements or template labels,
-// except for the keys in WellKnownLabels and the subdomains in LabelDomainExceptions.
-var RestrictedLabelDomains = []string{"kubernetes.io", "k8s.io", Group}
+// except for the keys in WellKnownLabels. As in Karpenter v1.10+, kubernetes.io and
+// k8s.io are not among them: the NodeRestriction admission plugin already stops a
+// kubelet from setting those labels on itself, and Tailor puts a NodeClaim's labels
+// on its Node centrally, so only Tailor's own domain (and kubernetes.io/hostname) is
+// held back.
+var RestrictedLabelDomains = []string{Group}
 
-// LabelDomainExceptions are subdomains of restricted domains that users may set.
-var LabelDomainExceptions = []string{"kops.k8s.io", "node.kubernetes.io", "node-restriction.kubernetes.io"}
-
-// WellKnownLabels are the restricted-domain keys a NodePool may constrain: Tailor (or
-// the cloud) sets them on every node it launches.
+// WellKnownLabels are the keys Tailor (or the cloud) sets on every node it launches;
+// a NodePool may constrain them even in a restricted domain.
 var WellKnownLabels = []string{
 	NodePoolLabelKey, CapacityTypeLabelKey,
 	LabelInstanceType, LabelZone, LabelRegion, LabelArch, LabelOS, LabelWindowsBuild,

@@ -129,7 +129,7 @@ func TestNodePoolDefaults(t *testing.T) {
 
 // The NodePools people run: each must be accepted as written, and read back intact.
 func TestValidNodePools(t *testing.T) {
-	for name, spec := range map[string]struct{ template, tail string }{
+	for name, spec := range map[string]struct{ template, tail, labels string }{
 		"spot and on-demand": {template: `
       requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}
@@ -191,16 +191,23 @@ func TestValidNodePools(t *testing.T) {
       requirements:
       - {key: topology.kubernetes.io/zone, operator: NotIn, values: [us-east-1d]}
       - {key: example.com/team, operator: DoesNotExist}`, tail: `
-  weight: 100`},
+  weight: 100`, labels: `{team: payments, node-restriction.kubernetes.io/pool: batch, karpenter.sh/capacity-type: spot}`},
+		// Karpenter v1.10 dropped the kubernetes.io and k8s.io restrictions: the
+		// NodeRestriction admission plugin guards what a kubelet sets on itself.
+		"kubernetes.io and k8s.io keys": {template: `
+      requirements:
+      - {key: node-role.kubernetes.io/worker, operator: Exists}
+      - {key: example.kubernetes.io/thing, operator: In, values: [a]}
+      - {key: kubernetes.io/role, operator: In, values: [worker]}
+      - {key: thing.k8s.io/x, operator: Exists}
+      - {key: kops.k8s.io/instancegroup, operator: In, values: [nodes]}`,
+			labels: `{node-role.kubernetes.io/worker: "", kubernetes.io/custom: x, example.k8s.io/x: z, node.kubernetes.io/pool: a}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			manifest := nodePool(spec.template, spec.tail)
-			if name == "weight, labels and startup taints" {
-				manifest = strings.Replace(manifest, "  template:\n", `  template:
-    metadata:
-      labels: {team: payments, node-restriction.kubernetes.io/pool: batch, karpenter.sh/capacity-type: spot}
-      annotations: {example.com/owner: platform}
-`, 1)
+			if spec.labels != "" {
+				manifest = strings.Replace(manifest, "  template:\n", "  template:\n    metadata:\n      labels: "+spec.labels+
+					"\n      annotations: {example.com/owner: platform}\n", 1)
 			}
 			got, err := create(t, manifest)
 			if err != nil {
@@ -254,11 +261,9 @@ func TestInvalidNodePools(t *testing.T) {
 			field: "spec.template.spec.requirements[0].key", message: `label "kubernetes.io/hostname" is restricted`},
 		"requirement on the nodepool label": {template: req(`{key: karpenter.sh/nodepool, operator: In, values: [other]}`),
 			field: "spec.template.spec.requirements", message: `label "karpenter.sh/nodepool" is restricted`},
-		"requirement in kubernetes.io": {template: req(`{key: example.kubernetes.io/thing, operator: Exists}`),
-			field: "spec.template.spec.requirements[0].key", message: `label domain "kubernetes.io" is restricted`},
-		"requirement in k8s.io": {template: req(`{key: thing.k8s.io/x, operator: Exists}`),
-			field: "spec.template.spec.requirements[0].key", message: `label domain "k8s.io" is restricted`},
 		"requirement in karpenter.sh": {template: req(`{key: karpenter.sh/custom, operator: Exists}`),
+			field: "spec.template.spec.requirements[0].key", message: `label domain "karpenter.sh" is restricted`},
+		"requirement in a karpenter.sh subdomain": {template: req(`{key: team.karpenter.sh/x, operator: Exists}`),
 			field: "spec.template.spec.requirements[0].key", message: `label domain "karpenter.sh" is restricted`},
 		"malformed requirement key": {template: req(`{key: "bad key!", operator: Exists}`),
 			field: "spec.template.spec.requirements[0].key", message: "should match"},
@@ -266,10 +271,6 @@ func TestInvalidNodePools(t *testing.T) {
 			field: "spec.template.metadata.labels", message: `label "kubernetes.io/hostname" is restricted`},
 		"label nodepool": {metadata: label("karpenter.sh/nodepool: other"),
 			field: "spec.template.metadata.labels", message: `label "karpenter.sh/nodepool" is restricted`},
-		"label in kubernetes.io": {metadata: label("kubernetes.io/custom: x"),
-			field: "spec.template.metadata.labels", message: `label domain "kubernetes.io" is restricted`},
-		"label in k8s.io": {metadata: label("example.k8s.io/x: z"),
-			field: "spec.template.metadata.labels", message: `label domain "k8s.io" is restricted`},
 		"label in karpenter.sh": {metadata: label("karpenter.sh/initialized: \"true\""),
 			field: "spec.template.metadata.labels", message: `label domain "karpenter.sh" is restricted`},
 		"label value too long": {metadata: label("team: " + strings.Repeat("x", 64)),
@@ -444,6 +445,31 @@ func TestNodeClaim(t *testing.T) {
 	_ = unstructured.SetNestedField(got.Object, "1h", "spec", "expireAfter")
 	_, err = dyn.Resource(nodeClaims).Update(t.Context(), got, metav1.UpdateOptions{})
 	assertRejected(t, err, "spec", "spec is immutable")
+}
+
+// A NodeClaim's requirement keys follow the NodePool's rules: kubernetes.io and k8s.io
+// keys are taken (Karpenter v1.10+), kubernetes.io/hostname and karpenter.sh are not.
+func TestNodeClaimRequirementKeys(t *testing.T) {
+	withKey := func(key string) string {
+		return strings.Replace(nodeClaim, "  - {key: karpenter.sh/nodepool, operator: In, values: [default]}\n",
+			"  - {key: karpenter.sh/nodepool, operator: In, values: [default]}\n  - {key: "+key+", operator: Exists}\n", 1)
+	}
+	for _, key := range []string{"node-role.kubernetes.io/worker", "example.k8s.io/x"} {
+		t.Run(key, func(t *testing.T) {
+			if _, err := create(t, withKey(key)); err != nil {
+				t.Errorf("rejected: %v", err)
+			}
+		})
+	}
+	for key, message := range map[string]string{
+		"kubernetes.io/hostname": `label "kubernetes.io/hostname" is restricted`,
+		"team.karpenter.sh/x":    `label domain "karpenter.sh" is restricted`,
+	} {
+		t.Run(key, func(t *testing.T) {
+			_, err := create(t, withKey(key))
+			assertRejected(t, err, "spec.requirements[1].key", message)
+		})
+	}
 }
 
 func TestInvalidNodeClaim(t *testing.T) {

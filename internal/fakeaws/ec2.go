@@ -117,6 +117,8 @@ type Instance struct {
 	Tags           map[string]string
 	// UserData is the decoded user data the instance booted with.
 	UserData string
+	// CapacityReservationID is the reservation the instance runs in, if any.
+	CapacityReservationID string
 }
 
 // ProviderID is the Kubernetes provider ID of the instance's node.
@@ -126,7 +128,7 @@ func (s *Server) snapshotLocked(i *instance) Instance {
 	return Instance{
 		ID: i.ID, Type: i.Type, Zone: i.Zone, SubnetID: i.SubnetID, ImageID: i.ImageID, CapacityType: i.CapacityType,
 		State: i.State, PrivateIP: i.PrivateIP, PrivateDNSName: i.privateDNSName(s.opts.Region), LaunchTime: i.LaunchedAt,
-		Tags: cloneTags(i.Tags), UserData: i.UserData,
+		Tags: cloneTags(i.Tags), UserData: i.UserData, CapacityReservationID: i.Reservation,
 	}
 }
 
@@ -141,6 +143,40 @@ func (s *Server) TerminateInstance(id string) error {
 		return fmt.Errorf("no instance %s", id)
 	}
 	s.terminateLocked(i, s.now(), &xmlStateReason{Code: "Client.UserInitiatedShutdown", Message: "Client.UserInitiatedShutdown: User initiated shutdown"})
+	return nil
+}
+
+// CancelCapacityReservation cancels a reservation as its owner would: its
+// instances keep running as plain on-demand instances, outside any reservation.
+func (s *Server) CancelCapacityReservation(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reservationByID(id)
+	if r == nil {
+		return fmt.Errorf("no capacity reservation %s", id)
+	}
+	r.Cancelled, r.Available = true, 0
+	for _, i := range s.ec2.instances {
+		if i.Reservation == id {
+			i.Reservation = ""
+		}
+	}
+	return nil
+}
+
+// RemoveFromCapacityReservation moves a running instance out of its reservation
+// (EC2's ModifyInstanceCapacityReservationAttributes), which gets the slot back.
+func (s *Server) RemoveFromCapacityReservation(instanceID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.ec2.instances[instanceID]
+	if i == nil || i.Reservation == "" {
+		return fmt.Errorf("no instance %s in a capacity reservation", instanceID)
+	}
+	if r := s.reservationByID(i.Reservation); r != nil {
+		r.Available++
+	}
+	i.Reservation = ""
 	return nil
 }
 
@@ -587,6 +623,9 @@ func (s *Server) describeCapacityReservations(q *queryParams) (ec2Response, erro
 }
 
 func (s *Server) reservationState(r *CapacityReservation) string {
+	if r.Cancelled {
+		return "cancelled"
+	}
 	if !r.EndDate.IsZero() && !s.now().Before(r.EndDate) {
 		return "expired"
 	}

@@ -121,13 +121,13 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 		if !slices.Contains([]string{"lowest-price", "diversified", "capacity-optimized", "capacity-optimized-prioritized", "price-capacity-optimized"}, strategy) {
 			return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter SpotOptions.AllocationStrategy is invalid.", strategy)
 		}
-	case "on-demand":
+	case "on-demand", "capacity-block":
 		strategy = cmp.Or(odStrategy, "lowest-price")
 		if !slices.Contains([]string{"lowest-price", "prioritized"}, strategy) {
 			return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter OnDemandOptions.AllocationStrategy is invalid.", strategy)
 		}
 	default:
-		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter DefaultTargetCapacityType is invalid. Valid values are spot, on-demand.", capacityType)
+		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter DefaultTargetCapacityType is invalid. Valid values are spot, on-demand, capacity-block.", capacityType)
 	}
 
 	resp := &createFleetResponse{FleetID: "fleet-" + s.newUUIDLocked()}
@@ -182,9 +182,17 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 		}
 		n := left
 		var res *CapacityReservation
+		if capacityType == "capacity-block" && p.template.ReservationID == "" {
+			fail(p, "InvalidParameterValue", "A capacity-block fleet must target a Capacity Block reservation in its launch template")
+			continue
+		}
 		if p.template.ReservationID != "" {
 			res = s.reservationByID(p.template.ReservationID)
-			if res == nil || res.InstanceType != p.typ.Name || res.Zone != p.subnet.Zone || res.Available == 0 {
+			if res != nil && (res.Type == "capacity-block") != (capacityType == "capacity-block") {
+				fail(p, "InvalidParameterValue", "Reservation %s is of type %s and cannot be used by a %s launch", res.ID, res.Type, capacityType)
+				continue
+			}
+			if res == nil || res.Cancelled || res.InstanceType != p.typ.Name || res.Zone != p.subnet.Zone || res.Available == 0 {
 				fail(p, "ReservationCapacityExceeded", "The requested reservation %s does not have enough capacity for %s in %s", p.template.ReservationID, p.typ.Name, p.subnet.Zone)
 				continue
 			}
@@ -380,8 +388,8 @@ func (s *Server) instanceView(i *instance) xmlInstance {
 		PlatformDetails: "Linux/UNIX", UsageOperation: "RunInstances", UsageOperationUpdate: xmlTime(i.LaunchedAt),
 		PrivateDNSNameOptions: xmlPrivateDNSOptions{HostnameType: "ip-name"},
 	}
-	if i.CapacityType == "spot" {
-		x.InstanceLifecycle = "spot"
+	if i.CapacityType == "spot" || i.CapacityType == "capacity-block" {
+		x.InstanceLifecycle = i.CapacityType
 	}
 	if i.Reservation != "" {
 		x.CapacityReservation = xmlCRSpec{Preference: "capacity-reservations-only", TargetID: i.Reservation}

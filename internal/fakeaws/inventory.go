@@ -103,6 +103,9 @@ type CapacityReservation struct {
 	Type    string
 	EndDate time.Time // zero: unlimited
 	Tags    map[string]string
+	// Cancelled reservations launch nothing and hold no instances (see
+	// Server.CancelCapacityReservation).
+	Cancelled bool
 }
 
 // Cluster is the EKS cluster DescribeCluster describes.

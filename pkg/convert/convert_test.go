@@ -353,3 +353,30 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+// Labels and requirements under kubernetes.io and k8s.io carry over, as v1 (since
+// Karpenter v1.10) admits them; karpenter.sh's and the hostname do not.
+func TestLabelDomains(t *testing.T) {
+	objs, warnings := run(t, role, template,
+		provisioner("roles", "labels: {node-role.kubernetes.io/worker: \"true\", team.k8s.io/owner: payments, karpenter.sh/other: x}",
+			"requirements: [{key: example.kubernetes.io/tier, operator: In, values: [gold]}]"))
+	labels := get(find(objs, "NodePool", "roles"), "spec", "template", "metadata", "labels").(map[string]any)
+	for _, k := range []string{"node-role.kubernetes.io/worker", "team.k8s.io/owner"} {
+		if _, ok := labels[k]; !ok {
+			t.Errorf("label %s was not carried over: %v", k, labels)
+		}
+	}
+	if _, ok := labels["karpenter.sh/other"]; ok {
+		t.Error("a karpenter.sh label was carried over")
+	}
+	found := false
+	for _, r := range get(find(objs, "NodePool", "roles"), "spec", "template", "spec", "requirements").([]any) {
+		found = found || r.(map[string]any)["key"] == "example.kubernetes.io/tier"
+	}
+	if !found {
+		t.Error("the example.kubernetes.io/tier requirement was not carried over")
+	}
+	if !contains(warnings, `the label domain "karpenter.sh" is restricted`) {
+		t.Errorf("no warning for the karpenter.sh label: %v", warnings)
+	}
+}

@@ -17,8 +17,10 @@ const (
 	labelInstancePods    = "karpenter.k8s.aws/instance-pods"
 )
 
-// restricted says why v1 refuses a label key on a NodePool (the CRD's rules), or "".
-func restricted(key string, requirement bool) string {
+// restricted says why v1 refuses a label key on a NodePool (the CRD's rules, as
+// Karpenter's since v1.10 relaxed them: kubernetes.io and k8s.io keys are allowed),
+// or "".
+func restricted(key string) string {
 	domain, _, _ := strings.Cut(key, "/")
 	switch {
 	case key == labelProvisionerName:
@@ -29,33 +31,17 @@ func restricted(key string, requirement bool) string {
 		return "the label is set by Tailor"
 	case key == corev1.LabelHostname:
 		return "the label is restricted"
-	case strings.HasSuffix(domain, "kubernetes.io") && !kubernetesLabelAllowed(key, domain, requirement):
-		return `the label domain "kubernetes.io" is restricted`
-	case strings.HasSuffix(domain, "k8s.io") && !strings.HasSuffix(domain, "kops.k8s.io"):
-		return `the label domain "k8s.io" is restricted`
 	case strings.HasSuffix(domain, "karpenter.sh") && key != v1.CapacityTypeLabelKey:
 		return `the label domain "karpenter.sh" is restricted`
 	}
 	return ""
 }
 
-func kubernetesLabelAllowed(key, domain string, requirement bool) bool {
-	switch key {
-	case "beta.kubernetes.io/instance-type", "failure-domain.beta.kubernetes.io/region", "beta.kubernetes.io/os",
-		"beta.kubernetes.io/arch", "failure-domain.beta.kubernetes.io/zone", corev1.LabelTopologyZone, corev1.LabelTopologyRegion,
-		corev1.LabelArchStable, corev1.LabelOSStable, corev1.LabelWindowsBuild:
-		return true
-	case corev1.LabelInstanceTypeStable:
-		return requirement
-	}
-	return strings.HasSuffix(domain, "node.kubernetes.io") || strings.HasSuffix(domain, "node-restriction.kubernetes.io")
-}
-
 // labels drops the labels v1 refuses.
 func (c *converter) labels(s *source, path string, labels map[string]string) map[string]string {
 	var out map[string]string
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if why := restricted(k, false); why != "" {
+		if why := restricted(k); why != "" {
 			c.warn(s, path+"."+k, "not carried over: %s", why)
 			continue
 		}
@@ -78,7 +64,7 @@ func (c *converter) requirements(s *source, path string, reqs []v1.NodeSelectorR
 		default:
 			return nil, fmt.Errorf("%s.operator: %q; want In, NotIn, Exists, DoesNotExist, Gt or Lt", field, r.Operator)
 		}
-		if why := restricted(r.Key, true); why != "" {
+		if why := restricted(r.Key); why != "" {
 			c.warn(s, field, "requirement on %s not carried over: %s", r.Key, why)
 			continue
 		}

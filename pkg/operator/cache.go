@@ -19,7 +19,8 @@ import (
 // container's name, resources, ports and restart policy (requests, sidecars, host
 // ports), overhead, pod-level resources, its persistent and ephemeral volume
 // sources, its phase and its PodScheduled and Ready conditions; a node's spec, labels, allocatable,
-// capacity and conditions.
+// capacity and conditions. CSINodes (state.Kinds, for the nodes' CSI volume attach
+// limits) are one small object per node and are kept whole.
 //
 // Objects read from this cache are partial: patch them (client.MergeFrom diffs
 // only what changed), never Update a Pod or a Node with one.

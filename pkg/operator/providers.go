@@ -66,12 +66,12 @@ func newProvider(ctx context.Context, mgr ctrl.Manager, clk clock.Clock, opts Op
 				return sim.NewNodeClassController(kube, simCloud).Register(mgr)
 			}}, nil
 	case "aws":
-		return newAWSProvider(ctx, mgr, clk, opts.AWS, unavailable)
+		return newAWSProvider(ctx, mgr, clk, opts.AWS, opts.FeatureGates.ReservedCapacity, unavailable)
 	}
 	return provider{}, fmt.Errorf("cloud provider %q: want sim or aws", opts.CloudProvider)
 }
 
-func newAWSProvider(ctx context.Context, mgr ctrl.Manager, clk clock.Clock, opts AWSOptions, unavailable *cloudprovider.UnavailableOfferings) (provider, error) {
+func newAWSProvider(ctx context.Context, mgr ctrl.Manager, clk clock.Clock, opts AWSOptions, reservedCapacity bool, unavailable *cloudprovider.UnavailableOfferings) (provider, error) {
 	if opts.ClusterName == "" {
 		return provider{}, fmt.Errorf("the aws cloud provider needs --cluster-name")
 	}
@@ -95,6 +95,7 @@ func newAWSProvider(ctx context.Context, mgr ctrl.Manager, clk clock.Clock, opts
 	cloud := awscloud.New(kube, clients, awscloud.Options{
 		ClusterName: opts.ClusterName, ClusterEndpoint: opts.ClusterEndpoint, ClusterCABundle: opts.ClusterCABundle,
 		KubernetesVersion: kubernetesVersion(mgr), Region: cfg.Region, VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
+		ReservedCapacity: reservedCapacity,
 	}, clk, prices, unavailable)
 	var interruptions cloudprovider.InterruptionSource
 	if opts.InterruptionQueue != "" {

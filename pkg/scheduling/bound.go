@@ -15,9 +15,11 @@ import (
 //     anti-affinity on the hostname against one another) each need at least the
 //     cheapest node that fits them.
 func LowerBound(pools []*NodePool, plan *Plan) float64 {
+	// Each pool's types and offerings as its requirements allow them: a pool of
+	// on-demand capacity is not bounded by spot prices.
 	types := map[string][]*InstanceType{}
 	for _, np := range pools {
-		types[np.NodePool.Name] = np.InstanceTypes
+		types[np.NodePool.Name] = allowedTypes(np)
 	}
 	idx := NewResourceIndex()
 	total := map[string]Resources{}
@@ -50,6 +52,30 @@ func LowerBound(pools []*NodePool, plan *Plan) float64 {
 		byResource += fractionalBound(idx, types[pool], total[pool])
 	}
 	return max(byResource, alone)
+}
+
+// allowedTypes are the pool's instance types as its requirements allow them: the
+// types they admit, each with only the offerings they admit.
+func allowedTypes(np *NodePool) []*InstanceType {
+	reqs, err := FromNodePool(np.NodePool.Spec.Template.Spec.Requirements, np.NodePool.Spec.Template.Labels)
+	if err != nil || len(reqs) == 0 {
+		return np.InstanceTypes
+	}
+	var out []*InstanceType
+	for _, it := range np.InstanceTypes {
+		if _, ok := reqs.Intersects(it.Requirements); !ok {
+			continue
+		}
+		o, ok := it.CheapestOffering(reqs)
+		if !ok {
+			continue
+		}
+		// The bound reads the cheapest offering: keep that one alone.
+		cp := *it
+		cp.Offerings = []Offering{o}
+		out = append(out, &cp)
+	}
+	return out
 }
 
 func selfAntiHostname(p *corev1.Pod) bool {

@@ -28,10 +28,15 @@ type podClass struct {
 
 	// terms are the alternatives of the pod's required node affinity (OR-ed), each
 	// joined with its nodeSelector and volume zones.
-	terms       []Requirements
+	terms []Requirements
+	// nodeTerms are terms without the volumes: what a topology spread's
+	// nodeAffinityPolicy honors. The kube-scheduler leaves volumes to VolumeBinding,
+	// so a volume's zone narrows where the pod goes, not which domains it counts.
+	nodeTerms   []Requirements
 	preferred   []Requirements // preferred node affinity terms, heaviest first
 	tolerations []corev1.Toleration
 	ports       []hostPort
+	volumes     []attachment // CSI volumes, for attach limits
 
 	spreads      []*group // DoNotSchedule
 	softSpreads  []*group // ScheduleAnyway
@@ -185,6 +190,7 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 	if err != nil {
 		return fail("%v", err)
 	}
+	c.volumes = s.attachments(pod)
 	c.terms = []Requirements{base}
 	aff := pod.Spec.Affinity
 	if aff != nil && aff.NodeAffinity != nil {
@@ -215,6 +221,7 @@ func (s *solver) newClass(key string, pod *corev1.Pod, req Resources) *podClass 
 			c.preferred = append(c.preferred, t)
 		}
 	}
+	c.nodeTerms = c.terms
 	if volumeTerms != nil {
 		c.terms = crossAnd(c.terms, volumeTerms)
 	}

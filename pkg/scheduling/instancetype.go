@@ -17,6 +17,10 @@ type InstanceType struct {
 	// (kube-reserved, system-reserved, eviction threshold).
 	Capacity corev1.ResourceList
 	Overhead corev1.ResourceList
+	// VolumeLimits, when the provider knows them, are how many volumes of each CSI
+	// driver a node of this type can attach (a CSINode's allocatable count before
+	// the node exists). Nil, or a driver not listed: no limit.
+	VolumeLimits map[string]int32
 }
 
 // Offering is one way to buy an instance type: a zone and a capacity type, at a price.
@@ -25,6 +29,10 @@ type Offering struct {
 	CapacityType string
 	Price        float64 // per hour
 	Available    bool
+	// ReservationCapacity, when above zero, is how many instances the capacity
+	// reservation behind the offering has left: a plan puts at most that many new
+	// nodes on it, and the rest fall back to the type's other offerings.
+	ReservationCapacity int
 }
 
 // Allocatable is the capacity pods can use.
@@ -42,12 +50,19 @@ func (it *InstanceType) Allocatable() corev1.ResourceList {
 // CheapestOffering returns the cheapest available offering whose zone and capacity
 // type reqs allow, or false.
 func (it *InstanceType) CheapestOffering(reqs Requirements) (Offering, bool) {
+	return it.cheapestOffering(reqs, nil)
+}
+
+// cheapestOffering is CheapestOffering among the offerings keep accepts (all when
+// keep is nil).
+func (it *InstanceType) cheapestOffering(reqs Requirements, keep func(Offering) bool) (Offering, bool) {
 	zone, _ := reqs.Get(v1.LabelZone)
 	captype, _ := reqs.Get(v1.CapacityTypeLabelKey)
 	var best Offering
 	found := false
 	for _, o := range it.Offerings {
-		if !o.Available || (zone != nil && !zone.Has(o.Zone)) || (captype != nil && !captype.Has(o.CapacityType)) {
+		if !o.Available || (zone != nil && !zone.Has(o.Zone)) || (captype != nil && !captype.Has(o.CapacityType)) ||
+			(keep != nil && !keep(o)) {
 			continue
 		}
 		if !found || o.Price < best.Price || (o.Price == best.Price && offeringLess(o, best)) {

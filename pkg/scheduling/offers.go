@@ -92,3 +92,41 @@ func (t *typeInfo) cheapest(f offerFilter) (Offering, bool) {
 	}
 	return Offering{}, false
 }
+
+// cheapestWhere is cheapest among the offerings keep accepts.
+func (t *typeInfo) cheapestWhere(f offerFilter, keep func(Offering) bool) (Offering, bool) {
+	if f.scan {
+		return t.it.cheapestOffering(f.reqs, keep)
+	}
+	for _, so := range t.offers {
+		if f.mask&(1<<so.slot) != 0 && keep(so.offer) {
+			return so.offer, true
+		}
+	}
+	return Offering{}, false
+}
+
+// boundKey names a count-bounded offering (see Offering.ReservationCapacity).
+// Types of one name from several NodeClasses share a count: they are most often
+// the same reservation.
+type boundKey struct{ instanceType, zone, capacityType string }
+
+// boundLeft is how many more new nodes the bounded offering o of type name may take.
+func (s *solver) boundLeft(name string, o Offering) int {
+	k := boundKey{name, o.Zone, o.CapacityType}
+	if left, ok := s.bounded[k]; ok {
+		return left
+	}
+	return o.ReservationCapacity
+}
+
+// takeBounded spends one of offering o's count, if it has one.
+func (s *solver) takeBounded(name string, o Offering) {
+	if o.ReservationCapacity <= 0 {
+		return
+	}
+	if s.bounded == nil {
+		s.bounded = map[boundKey]int{}
+	}
+	s.bounded[boundKey{name, o.Zone, o.CapacityType}] = s.boundLeft(name, o) - 1
+}

@@ -26,6 +26,9 @@ type Input struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// CSINodes give existing nodes' CSI volume attach limits, by node name: a pod
+	// whose volumes would take a driver past its allocatable count does not go there.
+	CSINodes []*storagev1.CSINode
 }
 
 // Node is an existing node, or one being launched, with the pods bound to it.

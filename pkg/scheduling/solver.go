@@ -96,6 +96,10 @@ type simNode struct {
 	used          Resources
 	ports         []hostPort
 	pods          []*podInfo // placed by this solve
+	// volumeLimits are the CSI attach limits of an existing node (nil: none);
+	// volumes the CSI volumes attached, by id, with their drivers.
+	volumeLimits map[string]int64
+	volumes      map[string]string
 
 	// Planned nodes only.
 	pool     *poolState
@@ -119,12 +123,17 @@ type poolState struct {
 	types       []*typeInfo // compatible types with an available offering, cheapest first
 	ranked      []*typeInfo // the same, best score first (see rank)
 
-	limited  []int // resource positions the pool limits
-	limits   Resources
-	used     Resources // existing, launching and planned nodes
-	demand   Resources // pending pods whose first choice is this pool
-	demandN  int64
+	limited []int // resource positions the pool limits
+	limits  Resources
+	used    Resources // existing, launching and planned nodes
+	demand  Resources // pending pods whose first choice is this pool
+	demandN int64
+	// uniform: every pod of the demand asks for firstReq (see rank).
+	uniform  bool
+	firstReq Resources
 	domainsK map[string][]string
+	// volumeLimited: some type has CSI attach limits.
+	volumeLimited bool
 }
 
 type typeInfo struct {
@@ -169,12 +178,16 @@ type solver struct {
 	pvcs           map[string]*corev1.PersistentVolumeClaim
 	pvs            map[string]*corev1.PersistentVolume
 	storageClasses map[string]*storagev1.StorageClass
+	csiLimits      map[string]map[string]int64 // by node name
 
 	placed     map[*corev1.Pod]*simNode
 	failures   []Failure
 	warnings   []string
 	candidates map[string]candidateList
 	scratch    []*typeInfo
+	// bounded counts what the planned nodes took of offerings with a
+	// ReservationCapacity (see finish).
+	bounded map[boundKey]int
 }
 
 type daemon struct {
@@ -202,6 +215,14 @@ func newSolver(in *Input, opts Options) *solver {
 		s.storageClasses[sc.Name] = sc
 		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
 			s.storageClasses[""] = sc
+		}
+	}
+	for _, cn := range in.CSINodes {
+		if limits := volumeLimitsOf(cn); limits != nil {
+			if s.csiLimits == nil {
+				s.csiLimits = map[string]map[string]int64{}
+			}
+			s.csiLimits[cn.Name] = limits
 		}
 	}
 	for _, np := range in.NodePools {
@@ -310,6 +331,7 @@ func (s *solver) addNodes(nodes []*Node) {
 		if in.Launching {
 			n.kind = launchingNode
 		}
+		n.volumeLimits = s.csiLimits[node.Name]
 		if in.Requests != nil {
 			n.used = s.idx.Vector(in.Requests)
 		}
@@ -321,6 +343,9 @@ func (s *solver) addNodes(nodes []*Node) {
 				n.used = n.used.Add(s.idx.Vector(PodRequests(p)), allResources)
 			}
 			n.ports = append(n.ports, podHostPorts(p)...)
+			if n.volumeLimits != nil {
+				n.attach(s.attachments(p))
+			}
 		}
 		s.nodes = append(s.nodes, n)
 	}
@@ -385,6 +410,7 @@ func (s *solver) addPools(pools []*NodePool) {
 				continue
 			}
 			types = append(types, t)
+			ps.volumeLimited = ps.volumeLimited || len(it.VolumeLimits) > 0
 		}
 		slices.SortStableFunc(types, func(a, b *typeInfo) int {
 			if c := cmp.Compare(a.price, b.price); c != 0 {
@@ -549,7 +575,7 @@ func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, 
 			if !hasLabels(n.reqs, others) {
 				return false
 			}
-			if honorAffinity && !admitsAny(n.reqs, c.terms) {
+			if honorAffinity && !admitsAny(n.reqs, c.nodeTerms) {
 				return false
 			}
 			return !honorTaints || Untolerated(c.tolerations, n.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil
@@ -614,7 +640,7 @@ func (s *solver) spreadDomains() {
 			continue
 		}
 		for _, ps := range s.pools {
-			if !admitsAny(ps.reqs, c.terms) || !hasLabels(ps.reqs, g.others) {
+			if !admitsAny(ps.reqs, c.nodeTerms) || !hasLabels(ps.reqs, g.others) {
 				continue
 			}
 			// nodeTaintsPolicy Honor: a pool whose taints the pod does not tolerate
@@ -631,7 +657,7 @@ func (s *solver) spreadDomains() {
 				continue
 			}
 			for _, d := range r.values {
-				if allow := termsAllow(c.terms, g.key, d); allow {
+				if allow := termsAllow(c.nodeTerms, g.key, d); allow {
 					g.addDomain(d)
 				}
 			}
@@ -743,6 +769,11 @@ func (s *solver) computeDemand() {
 		}
 		for _, ps := range s.pools {
 			if ps.unavailable == "" && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
+				if ps.demandN == 0 {
+					ps.uniform, ps.firstReq = true, c.req
+				} else if ps.uniform && !sameResources(&ps.firstReq, &c.req, s.n) {
+					ps.uniform = false
+				}
 				ps.demand.add(&c.req, s.n)
 				ps.demandN++
 				break
@@ -755,13 +786,23 @@ func (s *solver) computeDemand() {
 }
 
 // rank orders the pool's types by the price of serving its pending pods with nodes
-// of that type alone: price × nodes needed, where a node holds its allocatable less
-// half an average pod (the room lost to packing). A new node is filled up to the
-// best-ranked type that holds its first pod, so node sizes follow the price per
-// packed pod rather than the largest type that fits.
+// of that type alone: price × nodes needed, where a node holds as many average pods
+// as fit whole (the room lost to packing: for pods of one size, exactly what is
+// left over; for mixed sizes, about half a pod, as small pods fill the gaps). A
+// new node is filled up to the best-ranked type that holds its first pod, so node
+// sizes follow the price per packed pod rather than the largest type that fits.
 func (ps *poolState) rank(n int) {
 	for _, t := range ps.types {
 		t.score = 0
+		if ps.uniform {
+			// One pod size: a node holds whole pods, and the last node is
+			// paid for whole too.
+			t.score = math.Inf(1)
+			if whole := wholePods(&t.alloc, &ps.firstReq, n); whole > 0 {
+				t.score = t.price * math.Ceil(float64(ps.demandN)/float64(whole))
+			}
+			continue
+		}
 		for r := range n {
 			demand := ps.demand.At(r)
 			if demand == 0 {
@@ -778,6 +819,27 @@ func (ps *poolState) rank(n int) {
 	}
 	ps.ranked = slices.Clone(ps.types)
 	slices.SortStableFunc(ps.ranked, func(a, b *typeInfo) int { return cmp.Compare(a.score, b.score) })
+}
+
+// wholePods is how many pods of requests req fit in alloc (0 when none; a pod
+// that asks for nothing fits any number, as far as the other resources go).
+func wholePods(alloc, req *Resources, n int) int64 {
+	most := int64(math.MaxInt64)
+	for r := range n {
+		if q := req.At(r); q > 0 {
+			most = min(most, alloc.At(r)/q)
+		}
+	}
+	return max(most, 0)
+}
+
+func sameResources(a, b *Resources, n int) bool {
+	for r := range n {
+		if a.At(r) != b.At(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // run places every pod, retrying the ones that failed while others keep landing
@@ -1121,6 +1183,18 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 			}
 		}
 	}
+	// CSI attach limits: an existing node's from its CSINode, a planned node's
+	// from its instance types (narrowOptions).
+	var volumes map[string]int64
+	if len(c.volumes) > 0 && (n.volumeLimits != nil || n.kind == plannedNode && n.pool.volumeLimited) {
+		volumes = n.volumeDemand(c.volumes)
+		if driver, limit, over := volumesExceed(n.volumeLimits, volumes); over {
+			if !explain {
+				return false, ""
+			}
+			return false, volumeReason(driver, limit)
+		}
+	}
 	var term Requirements
 	found := false
 	for _, t := range v.terms {
@@ -1141,13 +1215,14 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 		return false, reason
 	}
 	if n.kind == plannedNode {
-		if ok, reason := s.narrowOptions(n, v, reqs, &c.req, explain); !ok {
+		if ok, reason := s.narrowOptions(n, v, reqs, &c.req, volumes, explain); !ok {
 			return false, reason
 		}
 		n.reqs = reqs
 	}
 	n.used.add(&c.req, s.n)
 	n.ports = append(n.ports, c.ports...)
+	n.attach(c.volumes)
 	n.pods = append(n.pods, p)
 	s.placed[p.pod] = n
 	for _, g := range c.matched {
@@ -1172,9 +1247,10 @@ func (s *solver) resourceReason(n *simNode, c *podClass, r int) string {
 }
 
 // narrowOptions keeps the planned node's instance types that match reqs, have an
-// available offering there, and hold the node's pods plus req; it fails, changing
-// nothing, when none would remain or a minValues requirement would be broken.
-func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *Resources, explain bool) (bool, string) {
+// available offering there, hold the node's pods plus req, and attach the volumes
+// (per CSI driver; nil: no limit matters); it fails, changing nothing, when none
+// would remain or a minValues requirement would be broken.
+func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *Resources, volumes map[string]int64, explain bool) (bool, string) {
 	changed := changedRequirements(n.reqs, reqs)
 	offerings := false // the zone or capacity type narrowed: offerings must be checked again
 	for _, r := range changed {
@@ -1184,9 +1260,13 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 	// does not drag a node into a pricier type when it is cheaper on its own. The
 	// check comes first, on the cheapest option that would remain, because most
 	// refusals are this one.
-	if len(n.pods) > 0 && v != nil {
+	// Where the pool's pods are all of one size, rank sized the node (its anchor)
+	// by the price of whole nodes of them: up to the anchor it grows, since
+	// filled it costs less per pod than fresh nodes would.
+	uniformGrowth := n.pool.uniform && !n.anchor.IsZero() && Fits(&n.used, req, &n.anchor, s.n) < 0
+	if len(n.pods) > 0 && v != nil && !uniformGrowth {
 		for _, t := range n.options {
-			if Fits(&n.used, req, &t.alloc, s.n) >= 0 || !admitsChanged(t.reqs, changed) {
+			if Fits(&n.used, req, &t.alloc, s.n) >= 0 || !admitsChanged(t.reqs, changed) || volumes != nil && typeVolumesExceed(t, volumes) {
 				continue
 			}
 			if grow := t.price - n.options[0].price; grow > 1e-12 && grow > s.freshPrice(v)*(1+s.growSlack) {
@@ -1200,11 +1280,16 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 	if offerings {
 		filter = n.pool.offerFilter(reqs)
 	}
+	volumesRefused := false
 	for _, t := range n.options {
 		if Fits(&n.used, req, &t.alloc, s.n) >= 0 {
 			continue
 		}
 		if !admitsChanged(t.reqs, changed) {
+			continue
+		}
+		if volumes != nil && typeVolumesExceed(t, volumes) {
+			volumesRefused = true
 			continue
 		}
 		if offerings {
@@ -1218,6 +1303,9 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 	if len(kept) == 0 {
 		if !explain {
 			return false, ""
+		}
+		if volumesRefused {
+			return false, "no instance type attaches the volumes its CSI drivers would need"
 		}
 		return false, s.optionsReason(n, reqs, req)
 	}
@@ -1559,6 +1647,10 @@ func (s *solver) splittable(n *simNode) bool {
 		if len(c.ports)+len(c.spreads)+len(c.softSpreads)+len(c.affinity)+len(c.anti)+len(c.prefAffinity)+len(c.prefAnti)+len(c.matched) > 0 {
 			return false
 		}
+		// A repack does not count volumes against the types' attach limits.
+		if len(c.volumes) > 0 && n.pool.volumeLimited {
+			return false
+		}
 	}
 	return len(n.pods) > 0
 }
@@ -1796,10 +1888,6 @@ func (s *solver) plan() *Plan {
 // finish ranks a planned node's options by price and fixes its requirements.
 func (s *solver) finish(n *simNode) *NewNode {
 	reqs := slices.DeleteFunc(slices.Clone(n.reqs), func(r Requirement) bool { return r.Key == v1.LabelHostname })
-	type priced struct {
-		t     *typeInfo
-		offer Offering
-	}
 	var options []priced
 	// An option may be larger than the cheapest one the plan reserved for as far
 	// as the pool's limits still allow: the launch keeps its fallbacks, and the
@@ -1855,6 +1943,7 @@ func (s *solver) finish(n *simNode) *NewNode {
 			slices.SortFunc(options, less)
 		}
 	}
+	options, reqs = s.spendReservations(options, reqs, filter)
 	keep := min(len(options), s.opts.MaxInstanceTypes)
 	// Keep going past the bound while a minValues requirement needs more variety.
 	for keep < len(options) && !minValuesMet(reqs, options[:keep], func(p priced) *typeInfo { return p.t }) {
@@ -1898,6 +1987,57 @@ func (s *solver) finish(n *simNode) *NewNode {
 		}
 	}
 	return nn
+}
+
+// priced is a node's option: an instance type and the offering it would take.
+type priced struct {
+	t     *typeInfo
+	offer Offering
+}
+
+// spendReservations gives the node the count-bounded offering (a capacity
+// reservation) its cheapest option takes, while the count lasts: planned nodes
+// take them in order. An option whose bounded offering ran out falls back to its
+// next offering, and the options are ranked again; a node left with no bounded
+// offering no longer allows the capacity types of those that ran out, so the
+// launch follows the plan. When every option ran out the node is kept as it was,
+// and the launch finds out.
+func (s *solver) spendReservations(options []priced, reqs Requirements, filter offerFilter) ([]priced, Requirements) {
+	if !slices.ContainsFunc(options, func(p priced) bool { return p.offer.ReservationCapacity > 0 }) {
+		return options, reqs
+	}
+	var spent []string // capacity types of bounded offerings that ran out
+	var fallback []priced
+	for _, p := range options {
+		name := p.t.it.Name
+		if p.offer.ReservationCapacity <= 0 || s.boundLeft(name, p.offer) > 0 {
+			fallback = append(fallback, p)
+			continue
+		}
+		spent = append(spent, p.offer.CapacityType)
+		o, ok := p.t.cheapestWhere(filter, func(o Offering) bool { return o.ReservationCapacity <= 0 || s.boundLeft(name, o) > 0 })
+		if ok {
+			fallback = append(fallback, priced{p.t, o})
+		}
+	}
+	if len(fallback) == 0 {
+		return options, reqs
+	}
+	if len(spent) > 0 {
+		slices.SortStableFunc(fallback, func(a, b priced) int { return cmp.Compare(a.offer.Price, b.offer.Price) })
+		options = fallback
+	}
+	if first := options[0]; first.offer.ReservationCapacity > 0 {
+		s.takeBounded(first.t.it.Name, first.offer)
+		return options, reqs
+	}
+	for _, ct := range spent {
+		narrowed := reqs.With(MustRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpNotIn, ct))
+		if r, _ := narrowed.Get(v1.CapacityTypeLabelKey); r.Satisfiable() {
+			reqs = narrowed
+		}
+	}
+	return options, reqs
 }
 
 // sameOfferings reports whether a node's zone and capacity-type requirements are

@@ -819,3 +819,42 @@ func TestLimitsKeepFallbackOptionsWithinHeadroom(t *testing.T) {
 		t.Errorf("%d nodes whose largest options sum to %d cpu; want 2 nodes within the limit of 5", len(plan.NewNodes), total)
 	}
 }
+
+// Pods of one size fill nodes in whole pods: a batch too large for the repack pass
+// (more than 64 pods) still gets the type with the lowest price per pod that fits
+// whole, not many small nodes that each waste most of a pod's room. Per pod, 100
+// replicas cost no more than 40 (which the repack pass sizes).
+func TestUniformPodsSizeNodesInWholePods(t *testing.T) {
+	np := makeNodePool("default", requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand))
+	perPod := func(n int) float64 {
+		plan := solve(t, &Input{Pods: pods(n, "inflate", "1", "1536Mi"), NodePools: []*NodePool{pool(np, aws(t))}})
+		if len(plan.Unschedulable) > 0 {
+			t.Fatalf("%d pods unschedulable", len(plan.Unschedulable))
+		}
+		return plan.Cost() / float64(n)
+	}
+	small, large := perPod(40), perPod(100)
+	if large > small*1.02 {
+		t.Errorf("100 pods cost $%.4f/hour each, 40 pods $%.4f/hour each", large, small)
+	}
+}
+
+// The lower bound reads the offerings a pool allows: a pool of on-demand capacity is
+// not bounded by spot prices, and stays below what the plan costs.
+func TestLowerBoundReadsThePoolsOfferings(t *testing.T) {
+	in := func(np *v1.NodePool) *Input {
+		return &Input{Pods: pods(100, "inflate", "1", "1536Mi"), NodePools: []*NodePool{pool(np, aws(t))}}
+	}
+	bound := func(np *v1.NodePool) (float64, float64) {
+		plan := solve(t, in(np))
+		return LowerBound(in(np).NodePools, plan), plan.Cost()
+	}
+	anyBound, _ := bound(makeNodePool("default"))
+	onDemandBound, onDemandCost := bound(makeNodePool("default", requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand)))
+	if onDemandBound <= anyBound {
+		t.Errorf("on-demand bound $%.4f, not above the bound with spot $%.4f", onDemandBound, anyBound)
+	}
+	if onDemandBound > onDemandCost {
+		t.Errorf("bound $%.4f above the plan's $%.4f", onDemandBound, onDemandCost)
+	}
+}

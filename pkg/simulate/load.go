@@ -47,6 +47,7 @@ type Workload struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	CSINodes               []*storagev1.CSINode // the nodes' CSI attach limits
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
 	Namespaces             []*corev1.Namespace
 	// Skipped lists objects of kinds simulate does not use, as "Kind name (file)".
@@ -497,6 +498,8 @@ func (l *loader) object(obj runtime.Object, what string) error {
 		w.PersistentVolumes = append(w.PersistentVolumes, o)
 	case *storagev1.StorageClass:
 		w.StorageClasses = append(w.StorageClasses, o)
+	case *storagev1.CSINode:
+		w.CSINodes = append(w.CSINodes, o)
 	case *policyv1.PodDisruptionBudget:
 		defaultNamespace(&o.ObjectMeta)
 		w.PodDisruptionBudgets = append(w.PodDisruptionBudgets, o)

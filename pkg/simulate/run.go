@@ -39,7 +39,7 @@ func (w *Workload) Objects() *state.Objects {
 	}
 	return &state.Objects{Pods: pods, Nodes: w.Nodes, NodePools: w.NodePools, DaemonSets: w.DaemonSets,
 		PersistentVolumeClaims: w.PersistentVolumeClaims, PersistentVolumes: w.PersistentVolumes,
-		StorageClasses: w.StorageClasses, Namespaces: w.Namespaces, PodDisruptionBudgets: w.PodDisruptionBudgets}
+		StorageClasses: w.StorageClasses, CSINodes: w.CSINodes, Namespaces: w.Namespaces, PodDisruptionBudgets: w.PodDisruptionBudgets}
 }
 
 // Run solves the workload with the engine's options.

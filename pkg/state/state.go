@@ -1,8 +1,8 @@
 // Package state is Tailor's view of the cluster, read from the informer cache: the
 // nodes and the pods bound to them, the NodeClaims still launching, the pods the
-// kube-scheduler could not place, NodePools, DaemonSets, volumes and
-// PodDisruptionBudgets. Its product is the scheduling engine's input; it gives none
-// before its informers hold their initial lists.
+// kube-scheduler could not place, NodePools, DaemonSets, volumes, CSI attach limits
+// (CSINodes) and PodDisruptionBudgets. Its product is the scheduling engine's input;
+// it gives none before its informers hold their initial lists.
 package state
 
 import (
@@ -113,7 +113,7 @@ type Snapshot struct {
 // +kubebuilder:rbac:groups="",resources=pods;nodes;namespaces;persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims;nodepools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 
 // Kinds are the kinds a snapshot reads. Start the cache's informers for them with
@@ -121,8 +121,8 @@ type Snapshot struct {
 // would wait for its initial lists.
 func Kinds() []client.Object {
 	return []client.Object{&corev1.Pod{}, &corev1.Node{}, &v1.NodeClaim{}, &v1.NodePool{}, &appsv1.DaemonSet{},
-		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}, &corev1.Namespace{},
-		&policyv1.PodDisruptionBudget{}}
+		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}, &storagev1.CSINode{},
+		&corev1.Namespace{}, &policyv1.PodDisruptionBudget{}}
 }
 
 // read lists without deep copies: a snapshot is only read.
@@ -145,16 +145,18 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 	var pvcs corev1.PersistentVolumeClaimList
 	var pvs corev1.PersistentVolumeList
 	var classes storagev1.StorageClassList
+	var csiNodes storagev1.CSINodeList
 	var namespaces corev1.NamespaceList
 	var pdbs policyv1.PodDisruptionBudgetList
-	for _, list := range []client.ObjectList{&nodes, &claims, &pools, &daemonSets, &pvcs, &pvs, &classes, &namespaces, &pdbs} {
+	for _, list := range []client.ObjectList{&nodes, &claims, &pools, &daemonSets, &pvcs, &pvs, &classes, &csiNodes, &namespaces, &pdbs} {
 		if err := c.kube.List(ctx, list, read); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", list, err)
 		}
 	}
 	return Build(&Objects{Pods: pods, Nodes: pointers(nodes.Items), NodeClaims: pointers(claims.Items), NodePools: pointers(pools.Items),
 		DaemonSets: pointers(daemonSets.Items), PersistentVolumeClaims: pointers(pvcs.Items), PersistentVolumes: pointers(pvs.Items),
-		StorageClasses: pointers(classes.Items), Namespaces: pointers(namespaces.Items), PodDisruptionBudgets: pointers(pdbs.Items)},
+		StorageClasses: pointers(classes.Items), CSINodes: pointers(csiNodes.Items), Namespaces: pointers(namespaces.Items),
+		PodDisruptionBudgets: pointers(pdbs.Items)},
 		instanceTypes, BuildOptions{}), nil
 }
 
@@ -180,6 +182,8 @@ type Objects struct {
 	StorageClasses         []*storagev1.StorageClass
 	Namespaces             []*corev1.Namespace
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
+	// CSINodes give the nodes' CSI volume attach limits.
+	CSINodes []*storagev1.CSINode
 }
 
 // StaticUnavailable is why a static NodePool is not used for pending pods.
@@ -271,6 +275,7 @@ func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.Instan
 	in.PersistentVolumeClaims = objs.PersistentVolumeClaims
 	in.PersistentVolumes = objs.PersistentVolumes
 	in.StorageClasses = objs.StorageClasses
+	in.CSINodes = objs.CSINodes
 	in.Namespaces = objs.Namespaces
 	snap.PDBs = objs.PodDisruptionBudgets
 	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
@@ -362,6 +367,8 @@ func sortNodes(nodes []*corev1.Node, claims []*v1.NodeClaim, types map[string]ma
 		}
 		if nc != nil && !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
 			n = withoutStartupTaints(n, nc)
+		} else {
+			n = withoutStaleReadinessTaints(n)
 		}
 		out.up = append(out.up, n)
 	}
@@ -529,6 +536,33 @@ func withoutStartupTaints(n *corev1.Node, nc *v1.NodeClaim) *corev1.Node {
 	cp := n.DeepCopy()
 	cp.Spec.Taints = slices.DeleteFunc(cp.Spec.Taints, passing)
 	return cp
+}
+
+// withoutStaleReadinessTaints drops the not-ready and unreachable taints of a node
+// whose Ready condition is True: the node lifecycle controller takes them off
+// within its monitor period (5s by default), and the kube-scheduler binds to the
+// node once it has. Counting a node that is up as closed meanwhile would plan a
+// new node for pods it has room for (seen at scale: a pod displaced to a node
+// coming up, replanned while its planned node was in that window).
+func withoutStaleReadinessTaints(n *corev1.Node) *corev1.Node {
+	stale := func(t corev1.Taint) bool {
+		return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+	}
+	if !slices.ContainsFunc(n.Spec.Taints, stale) || !nodeReady(n) {
+		return n
+	}
+	cp := n.DeepCopy()
+	cp.Spec.Taints = slices.DeleteFunc(cp.Spec.Taints, stale)
+	return cp
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // Provisionable reports a pod Tailor should find room for: pending, marked

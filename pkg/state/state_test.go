@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -32,6 +34,33 @@ func TestNodeComingUpIsSeenAsItWillBe(t *testing.T) {
 	}
 	if len(node.Spec.Taints) != 4 {
 		t.Error("the cached node was modified")
+	}
+}
+
+// A Ready node keeps the not-ready taint until the node lifecycle controller's next
+// pass: it is open to pods as planned. A node that is not Ready stays closed.
+func TestReadyNodesStaleReadinessTaints(t *testing.T) {
+	taints := []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+	node := func(ready corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{Spec: corev1.NodeSpec{ProviderID: "sim:///a/i-1", Taints: slices.Clone(taints)},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}}
+	}
+	initialized := &v1.NodeClaim{Status: v1.NodeClaimStatus{ProviderID: "sim:///a/i-1",
+		Conditions: []metav1.Condition{{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}}}
+	for _, tt := range []struct {
+		ready corev1.ConditionStatus
+		want  int
+	}{{corev1.ConditionTrue, 1}, {corev1.ConditionFalse, 3}, {corev1.ConditionUnknown, 3}} {
+		n := node(tt.ready)
+		s := sortNodes([]*corev1.Node{n}, []*v1.NodeClaim{initialized}, nil)
+		if len(s.up) != 1 || len(s.up[0].Spec.Taints) != tt.want {
+			t.Errorf("Ready=%s: taints %v, want %d", tt.ready, s.up, tt.want)
+		}
+		if len(n.Spec.Taints) != 3 {
+			t.Error("the cached node was modified")
+		}
 	}
 }
 
@@ -352,5 +381,68 @@ func TestNodePoolReady(t *testing.T) {
 		if got, why := NodePoolReady(tc.np); got != tc.want || got == (why != "") {
 			t.Errorf("%s: %v %q, want %v and a reason only when not ready", name, got, why, tc.want)
 		}
+	}
+}
+
+// A node's CSI attach limits come from its CSINode: the snapshot carries them, so a
+// pod whose volume would take the driver past the node's count is not planned there.
+func TestSnapshotReadsCSIAttachLimits(t *testing.T) {
+	const driver = "ebs.csi.aws.com"
+	if !slices.ContainsFunc(Kinds(), func(o client.Object) bool { _, ok := o.(*storagev1.CSINode); return ok }) {
+		t.Error("Kinds does not start a CSINode informer")
+	}
+	room := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+		corev1.ResourcePods: resource.MustParse("110")}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Allocatable: room, Capacity: room,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	one := int32(1)
+	csiNode := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: driver, NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: &one}}}}}
+	var objs []client.Object
+	for _, name := range []string{"old", "new"} {
+		objs = append(objs,
+			&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name}, Spec: corev1.PersistentVolumeSpec{
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "vol-" + name}}}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+				Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-" + name}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}})
+	}
+	withClaim := func(p *corev1.Pod, claim string) *corev1.Pod {
+		p.Spec.Containers = []corev1.Container{{Name: "c"}}
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		return p
+	}
+	objs = append(objs, node,
+		withClaim(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}}, "old"),
+		withClaim(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "default"}, Status: corev1.PodStatus{
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}, "new"))
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	noTypes := func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return nil, nil }
+	for _, tc := range []struct {
+		name  string
+		objs  []client.Object
+		bound int
+	}{
+		{"without a CSINode", objs, 1},
+		{"with a CSINode", append(slices.Clone(objs), csiNode), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).Build()
+			snap, err := New(kube).Snapshot(t.Context(), noTypes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := scheduling.Solve(snap.Input, scheduling.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Input.Pods) != 1 || len(plan.Bindings) != tc.bound {
+				t.Errorf("pending %d, bound %d, want 1 pending and %d bound (CSINodes in the input: %d)",
+					len(snap.Input.Pods), len(plan.Bindings), tc.bound, len(snap.Input.CSINodes))
+			}
+		})
 	}
 }

@@ -52,6 +52,10 @@ type Options struct {
 	// LaunchVisibility is how long a launched instance that EC2 does not show yet
 	// (eventual consistency) is taken to exist (5m).
 	LaunchVisibility time.Duration
+	// ReservedCapacity is Karpenter's feature gate of that name: the NodeClass's
+	// capacity reservations are offered as capacity type "reserved", and spot and
+	// on-demand launches stay out of open reservations.
+	ReservedCapacity bool
 }
 
 // Clients are the AWS API clients the provider calls.
@@ -98,6 +102,9 @@ type CloudProvider struct {
 	// byClaim answers a retried Create for the same claim without a request, whose
 	// overrides may differ and so clash with the first under its client token.
 	byClaim map[types.UID]recentLaunch
+	// reservationRoom is how many instances each capacity reservation has left, by
+	// ID: read with the NodeClasses' reservations, less what was launched since.
+	reservationRoom map[string]int
 }
 
 type ec2Catalog struct {
@@ -124,7 +131,7 @@ func New(kube client.Client, clients Clients, opts Options, clk clock.Clock, pri
 	}
 	return &CloudProvider{kube: kube, aws: clients, opts: opts, clock: clk, prices: prices, unavailable: unavailable,
 		built: map[string][]*scheduling.InstanceType{}, templates: map[string]string{},
-		recent: map[string]recentLaunch{}, byClaim: map[types.UID]recentLaunch{}}
+		recent: map[string]recentLaunch{}, byClaim: map[types.UID]recentLaunch{}, reservationRoom: map[string]int{}}
 }
 
 // Name is "aws".
@@ -175,12 +182,45 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, pool *v1.NodePool) ([
 	return c.unavailable.Apply(types), nil
 }
 
-// instanceTypes builds the NodeClass's instance types, kept while the catalog,
-// the prices and the NodeClass's settings stay the same.
+// instanceTypes builds the NodeClass's instance types, with a reserved offering
+// where its capacity reservations are, kept while the catalog, the prices, the
+// NodeClass's settings and its reservations' room stay the same.
 func (c *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error) {
-	cat, err := c.ec2Catalog(ctx)
+	key, types, err := c.baseInstanceTypes(ctx, nc)
 	if err != nil {
 		return nil, err
+	}
+	rs := c.reservations(nc)
+	if len(rs) == 0 {
+		return types, nil
+	}
+	key += "|" + reservationKey(rs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cached, ok := c.built[key]; ok {
+		return cached, nil
+	}
+	c.built[key] = WithReservations(types, rs)
+	return c.built[key], nil
+}
+
+// reservations are the NodeClass's reservations with room known; none while the
+// ReservedCapacity gate is off.
+func (c *CloudProvider) reservations(nc *awsv1.EC2NodeClass) []Reservation {
+	if !c.opts.ReservedCapacity {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Reservations(nc, c.reservationRoom)
+}
+
+// baseInstanceTypes builds the NodeClass's instance types without reservations,
+// and the key they are cached under.
+func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) (string, []*scheduling.InstanceType, error) {
+	cat, err := c.ec2Catalog(ctx)
+	if err != nil {
+		return "", nil, err
 	}
 	zoneSet := map[string]bool{}
 	for _, s := range nc.Status.Subnets {
@@ -200,7 +240,7 @@ func (c *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClas
 	c.mu.Lock()
 	if types, ok := c.built[key]; ok {
 		c.mu.Unlock()
-		return types, nil
+		return key, types, nil
 	}
 	c.mu.Unlock()
 	zones := map[string][]string{}
@@ -213,7 +253,7 @@ func (c *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClas
 	}
 	types, err := BuildInstanceTypes(Catalog{Region: c.opts.Region, Types: cat.types, Zones: zones, Prices: prices}, model, root)
 	if err != nil {
-		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+		return "", nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -222,7 +262,7 @@ func (c *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClas
 		clear(c.built)
 	}
 	c.built[key] = types
-	return types, nil
+	return key, types, nil
 }
 
 func kubeletOf(k *awsv1.KubeletConfiguration) allocatable.Kubelet {
@@ -325,7 +365,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if err != nil {
 		return nil, err
 	}
-	plan, err := PlanFleet(claim, c.unavailable.Apply(types), nc.Status.Subnets, nc.Status.AMIs)
+	plan, err := PlanFleet(claim, c.unavailable.Apply(types), nc.Status.Subnets, nc.Status.AMIs, c.reservations(nc))
 	if err != nil {
 		return nil, err
 	}
@@ -339,18 +379,21 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		groups = append(groups, g.ID)
 	}
 	var templateIDs []string
-	for _, g := range plan.Groups {
+	for i, g := range plan.Groups {
 		userData, err := UserData(BootstrapFor(claim, nc, cluster, g.MaxPods))
 		if err != nil {
 			return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 		}
 		name, data := LaunchTemplate(LaunchTemplateInput{Cluster: c.opts.ClusterName, NodeClass: nc, ImageID: g.AMI.ID,
-			UserData: userData, SecurityGroups: groups, InstanceProfile: nc.Status.InstanceProfile})
+			UserData: userData, SecurityGroups: groups, InstanceProfile: nc.Status.InstanceProfile,
+			CapacityReservationID: g.ReservationID, CapacityBlock: plan.ReservationType == awsv1.CapacityReservationTypeCapacityBlock,
+			AvoidOpenReservations: c.opts.ReservedCapacity && plan.CapacityType != CapacityTypeReserved})
 		id, err := c.ensureTemplate(ctx, name, data, nc)
 		if err != nil {
 			return nil, err
 		}
 		templateIDs = append(templateIDs, id)
+		plan.Groups[i].TemplateID = id
 	}
 	out, err := c.aws.EC2.CreateFleet(ctx, FleetInput(plan, templateIDs, string(claim.UID), tags))
 	if err != nil {
@@ -370,17 +413,41 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	}
 	launched, ice, err := ReadFleet(out, plan)
 	c.unavailable.Mark(ice...)
+	c.spendRoom(plan, launched, ice)
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", claim.Name, err)
 	}
 	inst := Instance{ID: launched.InstanceID, Type: launched.InstanceType, Zone: launched.Zone, CapacityType: launched.CapacityType,
-		ImageID: launched.ImageID, Tags: tags, LaunchTime: c.clock.Now(), State: ec2types.InstanceStateNamePending}
+		ImageID: launched.ImageID, Tags: tags, LaunchTime: c.clock.Now(), State: ec2types.InstanceStateNamePending,
+		CapacityReservationID: launched.ReservationID, CapacityReservationType: launched.ReservationType}
 	result := withClaim(inst.NodeClaim(plan.Types[launched.InstanceType]), claim)
 	c.mu.Lock()
 	c.recent[launched.InstanceID] = recentLaunch{claim: result.DeepCopy(), at: c.clock.Now()}
 	c.byClaim[claim.UID] = recentLaunch{claim: result.DeepCopy(), at: c.clock.Now()}
 	c.mu.Unlock()
 	return result, nil
+}
+
+// spendRoom counts a reserved launch against its reservation's room, and takes
+// the room of the reservations EC2 found full, until they are read again.
+func (c *CloudProvider) spendRoom(plan FleetPlan, launched Launched, ice []cloudprovider.UnavailableOffering) {
+	if plan.CapacityType != CapacityTypeReserved {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.reservationRoom[launched.ReservationID]; ok && n > 0 {
+		c.reservationRoom[launched.ReservationID] = n - 1
+	}
+	for _, o := range ice {
+		for _, g := range plan.Groups {
+			if g.ReservationID != "" && slices.ContainsFunc(g.Overrides, func(ov Override) bool {
+				return ov.InstanceType == o.InstanceType && ov.Zone == o.Zone
+			}) {
+				c.reservationRoom[g.ReservationID] = 0
+			}
+		}
+	}
 }
 
 // pruneLocked forgets launches older than LaunchVisibility: EC2 shows them by now.
@@ -410,7 +477,7 @@ func (c *CloudProvider) launchedBefore(ctx context.Context, claim *v1.NodeClaim,
 	}
 	for _, r := range out.Reservations {
 		for _, raw := range r.Instances {
-			inst := InstanceOf(raw)
+			inst := c.instanceOf(raw)
 			return withClaim(inst.NodeClaim(c.typeOf(ctx, inst)), claim), nil
 		}
 	}
@@ -495,7 +562,7 @@ func (c *CloudProvider) describe(ctx context.Context, id string) (Instance, bool
 	for _, r := range out.Reservations {
 		for _, in := range r.Instances {
 			if deref(in.InstanceId) == id {
-				return InstanceOf(in), true, nil
+				return c.instanceOf(in), true, nil
 			}
 		}
 	}
@@ -567,7 +634,7 @@ func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 		}
 		for _, r := range page.Reservations {
 			for _, raw := range r.Instances {
-				inst := InstanceOf(raw)
+				inst := c.instanceOf(raw)
 				listed[inst.ID] = true
 				c.seen(inst.ID)
 				out = append(out, inst.NodeClaim(c.typeOf(ctx, inst)))
@@ -673,6 +740,15 @@ func (c *CloudProvider) typeOf(ctx context.Context, inst Instance) *scheduling.I
 		}
 	}
 	return nil
+}
+
+// instanceOf reads an EC2 instance under the ReservedCapacity gate.
+func (c *CloudProvider) instanceOf(in ec2types.Instance) Instance {
+	inst := InstanceOf(in)
+	if !c.opts.ReservedCapacity {
+		return inst.withoutReservations()
+	}
+	return inst
 }
 
 // errorCode is the AWS error code of err, or "".

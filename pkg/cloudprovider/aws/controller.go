@@ -2,13 +2,18 @@ package aws
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
+	v1 "github.com/nodetailor/tailor/api/v1"
 )
 
 // ResolveInterval is how often a NodeClass is resolved again, so that new AMI
@@ -47,19 +52,96 @@ func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, nil
 	}
 	before := nc.DeepCopy()
-	if !ApplyResolution(nc, c.cloud.Resolve(ctx, nc)) {
-		return reconcile.Result{RequeueAfter: ResolveInterval}, nil
+	if ApplyResolution(nc, c.cloud.Resolve(ctx, nc)) {
+		if err := c.write(ctx, before, nc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, err
+		}
 	}
+	// Instances leave reservations without the status changing (expiry, moves).
+	if err := c.relabelLapsed(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: ResolveInterval}, nil
+}
+
+// write stores the NodeClass's annotations and status, changed from before.
+func (c *NodeClassController) write(ctx context.Context, before, nc *awsv1.EC2NodeClass) error {
 	if !equalJSON(before.Annotations, nc.Annotations) {
 		status := nc.Status
 		if err := c.kube.Patch(ctx, nc, client.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+			return err
 		}
 		before = nc.DeepCopy()
 		nc.Status = status
 	}
-	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(before)); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	return c.kube.Status().Patch(ctx, nc, client.MergeFrom(before))
+}
+
+// relabelLapsed finds the NodeClass's reserved NodeClaims whose instance EC2 no
+// longer shows in a reservation (it expired or was cancelled) and, as Karpenter
+// does, labels them and their Nodes on-demand, without the reservation labels.
+// (The NodeClaim and Node patches are granted to Tailor's termination controller.)
+func (c *NodeClassController) relabelLapsed(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if !c.cloud.opts.ReservedCapacity {
+		return nil
 	}
-	return reconcile.Result{RequeueAfter: ResolveInterval}, nil
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.CapacityTypeLabelKey: CapacityTypeReserved}); err != nil {
+		return fmt.Errorf("listing reserved nodeclaims: %w", err)
+	}
+	claims.Items = slices.DeleteFunc(claims.Items, func(claim v1.NodeClaim) bool {
+		ref := claim.Spec.NodeClassRef
+		return ref == nil || ref.Group != awsv1.Group || ref.Name != nc.Name || claim.Status.ProviderID == ""
+	})
+	if len(claims.Items) == 0 {
+		return nil
+	}
+	instances, err := c.cloud.List(ctx)
+	if err != nil {
+		return err
+	}
+	reservationOf := map[string]string{} // by provider ID
+	for _, inst := range instances {
+		reservationOf[inst.Status.ProviderID] = inst.Labels[LabelCapacityReservationID]
+	}
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		id, listed := reservationOf[claim.Status.ProviderID]
+		if !listed {
+			continue // gone, or not visible yet: other controllers see to it
+		}
+		labels, changed := LapsedReservation(claim.Labels, id)
+		if !changed {
+			continue
+		}
+		before := claim.DeepCopy()
+		claim.Labels = labels
+		if err := c.kube.Patch(ctx, claim, client.MergeFrom(before)); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("relabelling nodeclaim %s on-demand: %w", claim.Name, err)
+		}
+		if claim.Status.NodeName == "" {
+			continue
+		}
+		node := &corev1.Node{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: claim.Status.NodeName}, node); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if nodeLabels, changed := LapsedReservation(node.Labels, ""); changed {
+			beforeNode := node.DeepCopy()
+			node.Labels = nodeLabels
+			if err := c.kube.Patch(ctx, node, client.MergeFrom(beforeNode)); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("relabelling node %s on-demand: %w", node.Name, err)
+			}
+		}
+	}
+	return nil
 }

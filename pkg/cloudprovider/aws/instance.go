@@ -25,6 +25,10 @@ type Instance struct {
 	State          ec2types.InstanceStateName
 	Tags           map[string]string
 	LaunchTime     time.Time
+	// CapacityReservationID is the reservation the instance is in, if any;
+	// CapacityReservationType its kind.
+	CapacityReservationID   string
+	CapacityReservationType awsv1.CapacityReservationType
 }
 
 // InstanceOf reads an EC2 instance.
@@ -35,8 +39,16 @@ func InstanceOf(in ec2types.Instance) Instance {
 	if in.Placement != nil {
 		out.Zone = deref(in.Placement.AvailabilityZone)
 	}
-	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+	switch {
+	case in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
 		out.CapacityType = CapacityTypeSpot
+	case deref(in.CapacityReservationId) != "":
+		out.CapacityType = CapacityTypeReserved
+		out.CapacityReservationID = *in.CapacityReservationId
+		out.CapacityReservationType = awsv1.CapacityReservationTypeDefault
+		if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeCapacityBlock {
+			out.CapacityReservationType = awsv1.CapacityReservationTypeCapacityBlock
+		}
 	}
 	if in.State != nil {
 		out.State = in.State.Name
@@ -48,6 +60,15 @@ func InstanceOf(in ec2types.Instance) Instance {
 		out.Tags[deref(t.Key)] = deref(t.Value)
 	}
 	return out
+}
+
+// withoutReservations is the instance as it is read with the ReservedCapacity gate
+// off: one in a reservation is on-demand.
+func (i Instance) withoutReservations() Instance {
+	if i.CapacityType == CapacityTypeReserved {
+		i.CapacityType, i.CapacityReservationID, i.CapacityReservationType = CapacityTypeOnDemand, "", ""
+	}
+	return i
 }
 
 // Gone reports a terminated instance (one shutting down still exists).
@@ -76,6 +97,10 @@ func (i Instance) NodeClaim(it *scheduling.InstanceType) *v1.NodeClaim {
 	nc.Labels[v1.LabelZone] = i.Zone
 	nc.Labels[v1.LabelRegion] = regionOf(i.Zone)
 	nc.Labels[v1.CapacityTypeLabelKey] = i.CapacityType
+	if i.CapacityType == CapacityTypeReserved {
+		nc.Labels[LabelCapacityReservationID] = i.CapacityReservationID
+		nc.Labels[LabelCapacityReservationType] = string(i.CapacityReservationType)
+	}
 	if pool := i.Tags[TagNodePool]; pool != "" {
 		nc.Labels[v1.NodePoolLabelKey] = pool
 	}

@@ -78,29 +78,37 @@ type Override struct {
 	Price        float64
 }
 
-// LaunchGroup is the overrides that share a launch template: one AMI and one max
-// pods (the kubelet's setting differs by instance type).
+// LaunchGroup is the overrides that share a launch template: one AMI, one max
+// pods (the kubelet's setting differs by instance type) and, for a reserved
+// launch, one capacity reservation the template targets.
 type LaunchGroup struct {
-	AMI       awsv1.AMI
-	MaxPods   int32
-	Overrides []Override
+	AMI           awsv1.AMI
+	MaxPods       int32
+	ReservationID string
+	Overrides     []Override
+	// TemplateID is the group's launch template, once made.
+	TemplateID string
 }
 
 // FleetPlan is a launch: the capacity type and the overrides by launch template.
 type FleetPlan struct {
 	CapacityType string
-	Groups       []LaunchGroup
+	// ReservationType is the kind of the reservations a reserved launch targets
+	// (one kind per launch: a capacity block launches as its own market type).
+	ReservationType awsv1.CapacityReservationType
+	Groups          []LaunchGroup
 	// Types are the instance types planned, by name, to describe what launched.
 	Types map[string]*scheduling.InstanceType
 }
 
 // PlanFleet chooses how to launch a claim: every instance type its requirements
 // admit, with an available offering in a zone of the NodeClass's subnets, the
-// claim's zones and capacity types; spot when allowed and offered, on-demand
-// otherwise; one subnet per zone (the first in the status, the one with the most
-// free addresses); the cheapest maxFleetTypes types. InsufficientCapacityError when
+// claim's zones and capacity types; reserved when allowed and one of reservations
+// (see Reservations) has room, spot when allowed and offered, on-demand otherwise;
+// one subnet per zone (the first in the status, the one with the most free
+// addresses); the cheapest maxFleetTypes types. InsufficientCapacityError when
 // nothing is left.
-func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []awsv1.Subnet, amis []awsv1.AMI) (FleetPlan, error) {
+func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []awsv1.Subnet, amis []awsv1.AMI, reservations []Reservation) (FleetPlan, error) {
 	reqs, err := scheduling.FromNodePool(claim.Spec.Requirements, nil)
 	if err != nil {
 		return FleetPlan{}, fmt.Errorf("nodeclaim %s: %w", claim.Name, err)
@@ -111,10 +119,26 @@ func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []
 			subnetOf[s.Zone] = s.ID
 		}
 	}
-	usable := func(o scheduling.Offering, captype string) bool {
+	// roomIn are the reservations a reserved offering of the type may launch into.
+	roomIn := func(name, zone string, kind awsv1.CapacityReservationType) []Reservation {
+		var out []Reservation
+		for _, r := range reservations {
+			if r.InstanceType == name && r.Zone == zone && r.Available > 0 && (kind == "" || r.Type == kind) && reservationAllowed(reqs, r) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	var kind awsv1.CapacityReservationType
+	usable := func(name string, o scheduling.Offering, captype string) bool {
 		_, hasSubnet := subnetOf[o.Zone]
-		return o.Available && o.CapacityType == captype && hasSubnet &&
+		ok := o.Available && o.CapacityType == captype && hasSubnet &&
 			allows(reqs, v1.LabelZone, o.Zone) && allows(reqs, v1.CapacityTypeLabelKey, o.CapacityType)
+		if captype == CapacityTypeReserved {
+			return ok && len(roomIn(name, o.Zone, kind)) > 0
+		}
+		// Spot and on-demand nodes carry no reservation labels.
+		return ok && !needsReservation(reqs)
 	}
 	var admitted []*scheduling.InstanceType
 	for _, it := range types {
@@ -122,26 +146,46 @@ func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []
 			admitted = append(admitted, it)
 		}
 	}
+	offered := func(captype string) bool {
+		return slices.ContainsFunc(admitted, func(it *scheduling.InstanceType) bool {
+			return slices.ContainsFunc(it.Offerings, func(o scheduling.Offering) bool { return usable(it.Name, o, captype) })
+		})
+	}
 	captype := CapacityTypeOnDemand
-	for _, it := range admitted {
-		if slices.ContainsFunc(it.Offerings, func(o scheduling.Offering) bool { return usable(o, CapacityTypeSpot) }) {
-			captype = CapacityTypeSpot
-			break
+	switch {
+	case offered(CapacityTypeReserved):
+		captype = CapacityTypeReserved
+		// Default reservations first; capacity blocks launch as a market of their own.
+		kind = awsv1.CapacityReservationTypeDefault
+		if !offered(CapacityTypeReserved) {
+			kind = awsv1.CapacityReservationTypeCapacityBlock
 		}
+	case offered(CapacityTypeSpot):
+		captype = CapacityTypeSpot
 	}
 	type candidate struct {
 		it        *scheduling.InstanceType
 		overrides []Override
+		reserved  []string // the reservation of each override
 		cheapest  float64
 	}
 	var candidates []candidate
 	for _, it := range admitted {
 		c := candidate{it: it}
 		for _, o := range it.Offerings {
-			if !usable(o, captype) {
+			if !usable(it.Name, o, captype) {
 				continue
 			}
-			c.overrides = append(c.overrides, Override{InstanceType: it.Name, SubnetID: subnetOf[o.Zone], Zone: o.Zone, Price: o.Price})
+			ov := Override{InstanceType: it.Name, SubnetID: subnetOf[o.Zone], Zone: o.Zone, Price: o.Price}
+			if captype == CapacityTypeReserved {
+				for _, r := range roomIn(it.Name, o.Zone, kind) {
+					c.overrides = append(c.overrides, ov)
+					c.reserved = append(c.reserved, r.ID)
+				}
+			} else {
+				c.overrides = append(c.overrides, ov)
+				c.reserved = append(c.reserved, "")
+			}
 			if len(c.overrides) == 1 || o.Price < c.cheapest {
 				c.cheapest = o.Price
 			}
@@ -158,10 +202,11 @@ func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []
 	})
 	candidates = candidates[:min(len(candidates), maxFleetTypes)]
 
-	plan := FleetPlan{CapacityType: captype, Types: map[string]*scheduling.InstanceType{}}
+	plan := FleetPlan{CapacityType: captype, ReservationType: kind, Types: map[string]*scheduling.InstanceType{}}
 	type groupKey struct {
-		ami     string
-		maxPods int32
+		ami         string
+		maxPods     int32
+		reservation string
 	}
 	groups := map[groupKey]*LaunchGroup{}
 	var order []groupKey
@@ -173,14 +218,16 @@ func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []
 			continue
 		}
 		pods := c.it.Capacity[corev1.ResourcePods]
-		key := groupKey{ami.ID, int32(pods.Value())}
-		g, ok := groups[key]
-		if !ok {
-			g = &LaunchGroup{AMI: ami, MaxPods: key.maxPods}
-			groups[key] = g
-			order = append(order, key)
+		for i, ov := range c.overrides {
+			key := groupKey{ami.ID, int32(pods.Value()), c.reserved[i]}
+			g, ok := groups[key]
+			if !ok {
+				g = &LaunchGroup{AMI: ami, MaxPods: key.maxPods, ReservationID: key.reservation}
+				groups[key] = g
+				order = append(order, key)
+			}
+			g.Overrides = append(g.Overrides, ov)
 		}
-		g.Overrides = append(g.Overrides, c.overrides...)
 		plan.Types[c.it.Name] = c.it
 	}
 	if len(order) == 0 {
@@ -247,6 +294,13 @@ type LaunchTemplateInput struct {
 	UserData        string
 	SecurityGroups  []string
 	InstanceProfile string
+	// CapacityReservationID, when set, is the reservation the template launches
+	// into (a capacity block's when CapacityBlock). Otherwise, when
+	// AvoidOpenReservations, the template keeps instances out of open reservations,
+	// so that what is launched as spot or on-demand is that.
+	CapacityReservationID string
+	CapacityBlock         bool
+	AvoidOpenReservations bool
 }
 
 // LaunchTemplate returns the template's name and data. The name hashes the data,
@@ -269,6 +323,17 @@ func LaunchTemplate(in LaunchTemplateInput) (string, *ec2types.RequestLaunchTemp
 	}
 	if in.UserData != "" {
 		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(in.UserData)))
+	}
+	switch {
+	case in.CapacityReservationID != "":
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(in.CapacityReservationID)}}
+		if in.CapacityBlock {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
+	case in.AvoidOpenReservations:
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone}
 	}
 	if p := nc.Spec.AssociatePublicIPAddress; p != nil {
 		// A public address is chosen per network interface, which then carries the groups.
@@ -366,19 +431,33 @@ func FleetInput(plan FleetPlan, templateIDs []string, clientToken string, tags m
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       aws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(plan.CapacityType),
+			DefaultTargetCapacityType: targetCapacityType(plan),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags},
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags},
 		},
 	}
-	if plan.CapacityType == CapacityTypeSpot {
+	switch in.TargetCapacitySpecification.DefaultTargetCapacityType {
+	case ec2types.DefaultTargetCapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case ec2types.DefaultTargetCapacityTypeOnDemand:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in
+}
+
+// targetCapacityType is what the fleet buys: a reserved launch is on-demand
+// capacity whose launch templates target the reservations, or the capacity-block
+// market for capacity blocks.
+func targetCapacityType(plan FleetPlan) ec2types.DefaultTargetCapacityType {
+	switch {
+	case plan.CapacityType == CapacityTypeSpot:
+		return ec2types.DefaultTargetCapacityTypeSpot
+	case plan.CapacityType == CapacityTypeReserved && plan.ReservationType == awsv1.CapacityReservationTypeCapacityBlock:
+		return ec2types.DefaultTargetCapacityTypeCapacityBlock
+	}
+	return ec2types.DefaultTargetCapacityTypeOnDemand
 }
 
 // unfulfillable are the fleet error codes that mean an offering cannot be had now.
@@ -390,6 +469,9 @@ var unfulfillable = []string{
 // Launched is the instance a fleet request launched.
 type Launched struct {
 	InstanceID, InstanceType, Zone, CapacityType, ImageID string
+	// ReservationID and ReservationType are the reservation a reserved launch took.
+	ReservationID   string
+	ReservationType awsv1.CapacityReservationType
 }
 
 // ReadFleet reads a fleet answer: the instance it launched, and the offerings it
@@ -435,17 +517,34 @@ func ReadFleet(out *ec2.CreateFleetOutput, plan FleetPlan) (Launched, []cloudpro
 			o = inst.LaunchTemplateAndOverrides.Overrides
 		}
 		l := Launched{InstanceID: inst.InstanceIds[0], InstanceType: string(inst.InstanceType), Zone: zone(o), CapacityType: plan.CapacityType}
-		if inst.Lifecycle == ec2types.InstanceLifecycleSpot {
-			l.CapacityType = CapacityTypeSpot
-		} else if inst.Lifecycle == ec2types.InstanceLifecycleOnDemand {
-			l.CapacityType = CapacityTypeOnDemand
+		// A reserved instance is on-demand to the fleet.
+		if plan.CapacityType != CapacityTypeReserved {
+			if inst.Lifecycle == ec2types.InstanceLifecycleSpot {
+				l.CapacityType = CapacityTypeSpot
+			} else if inst.Lifecycle == ec2types.InstanceLifecycleOnDemand {
+				l.CapacityType = CapacityTypeOnDemand
+			}
 		}
 		if l.InstanceType == "" && o != nil {
 			l.InstanceType = string(o.InstanceType)
 		}
+		var template string
+		if lt := inst.LaunchTemplateAndOverrides; lt != nil && lt.LaunchTemplateSpecification != nil {
+			template = deref(lt.LaunchTemplateSpecification.LaunchTemplateId)
+		}
+		// The group is the one of the instance's launch template, else the first
+		// with its type and zone.
 		for _, g := range plan.Groups {
-			if slices.ContainsFunc(g.Overrides, func(ov Override) bool { return ov.InstanceType == l.InstanceType }) {
+			if template != "" && g.TemplateID != "" && g.TemplateID != template {
+				continue
+			}
+			if slices.ContainsFunc(g.Overrides, func(ov Override) bool {
+				return ov.InstanceType == l.InstanceType && (l.Zone == "" || ov.Zone == l.Zone)
+			}) {
 				l.ImageID = g.AMI.ID
+				if plan.CapacityType == CapacityTypeReserved {
+					l.ReservationID, l.ReservationType = g.ReservationID, plan.ReservationType
+				}
 				break
 			}
 		}

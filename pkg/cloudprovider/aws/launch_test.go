@@ -136,7 +136,7 @@ func TestPlanFleet(t *testing.T) {
 			if tt.types != nil {
 				ts = tt.types
 			}
-			plan, err := PlanFleet(tt.claim, ts, subnets, amis)
+			plan, err := PlanFleet(tt.claim, ts, subnets, amis, nil)
 			if tt.wantICE {
 				if !cloudprovider.IsInsufficientCapacity(err) {
 					t.Fatalf("want InsufficientCapacityError, got %v", err)

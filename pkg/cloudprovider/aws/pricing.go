@@ -119,10 +119,20 @@ func (p Prices) Over(fallback Prices) Prices {
 	return out
 }
 
-// FallbackPrices are the prices of the embedded catalog (EC2 us-east-1), with its
-// zones renamed into region (us-east-1a → <region>a), for when the Pricing API or
-// the spot price history cannot be read.
+// FallbackPrices are the region's embedded prices, for when the Pricing API or the
+// spot price history cannot be read: the embedded catalog's (EC2 us-east-1), times
+// the region's price ratio (see regions.go), with its zones renamed into region
+// (us-east-1a → <region>a). A region without embedded prices is a
+// NoEmbeddedPricesError.
 func FallbackPrices(region string) (Prices, error) {
+	ratio, ok := regionPriceRatio(region)
+	if !ok {
+		return Prices{}, &NoEmbeddedPricesError{Region: region}
+	}
+	return scaledPrices(region, ratio)
+}
+
+func scaledPrices(region string, ratio float64) (Prices, error) {
 	c, err := catalog.EmbeddedAWSUSEast1()
 	if err != nil {
 		return Prices{}, err
@@ -136,12 +146,12 @@ func FallbackPrices(region string) (Prices, error) {
 		for _, o := range it.Offerings {
 			switch o.CapacityType {
 			case CapacityTypeOnDemand:
-				out.OnDemand[it.Name] = o.Price
+				out.OnDemand[it.Name] = scalePrice(o.Price, ratio)
 			case CapacityTypeSpot:
 				if out.Spot[it.Name] == nil {
 					out.Spot[it.Name] = map[string]float64{}
 				}
-				out.Spot[it.Name][region+o.Zone[len(o.Zone)-1:]] = o.Price
+				out.Spot[it.Name][region+o.Zone[len(o.Zone)-1:]] = scalePrice(o.Price, ratio)
 			}
 		}
 	}
@@ -167,6 +177,9 @@ type PriceBook struct {
 	// Spot prices move by the minute, on-demand ones a few times a year.
 	onDemandEvery, spotEvery time.Duration
 
+	// warning, when set, is logged at Start: the region has no embedded prices.
+	warning string
+
 	mu       sync.RWMutex
 	fallback Prices
 	live     Prices
@@ -176,15 +189,26 @@ type PriceBook struct {
 }
 
 // NewPriceBook returns a price book for region; Start refreshes on-demand prices
-// every onDemandEvery and spot prices every spotEvery.
+// every onDemandEvery and spot prices every spotEvery. A region without embedded
+// prices starts from us-east-1's (see FallbackWarning): the live prices replace
+// them within the first refresh, and a wrong ranking until then is better than a
+// controller that cannot start in a region newer than its build.
 func NewPriceBook(region string, pricingClient pricingAPI, ec2Client spotAPI, clk clock.Clock, onDemandEvery, spotEvery time.Duration) (*PriceBook, error) {
+	b := &PriceBook{region: region, pricing: pricingClient, ec2: ec2Client, clock: clk, onDemandEvery: onDemandEvery, spotEvery: spotEvery}
 	fallback, err := FallbackPrices(region)
+	if unknown := (*NoEmbeddedPricesError)(nil); errors.As(err, &unknown) {
+		b.warning = unknown.Error() + "; until the Pricing API answers, instance types are ranked by us-east-1's prices"
+		fallback, err = scaledPrices(region, 1)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("embedded prices: %w", err)
 	}
-	return &PriceBook{region: region, pricing: pricingClient, ec2: ec2Client, clock: clk,
-		onDemandEvery: onDemandEvery, spotEvery: spotEvery, fallback: fallback}, nil
+	b.fallback = fallback
+	return b, nil
 }
+
+// FallbackWarning says why the embedded prices are not the region's, or "".
+func (b *PriceBook) FallbackWarning() string { return b.warning }
 
 // Prices are the current prices.
 func (b *PriceBook) Prices() Prices {
@@ -203,6 +227,9 @@ func (b *PriceBook) Generation() int64 {
 // Start refreshes the prices until ctx ends; a failed refresh keeps the prices it
 // had and is tried again at the next tick.
 func (b *PriceBook) Start(ctx context.Context) error {
+	if b.warning != "" {
+		log.FromContext(ctx).Info("warning: "+b.warning, "region", b.region)
+	}
 	var onDemandAt, spotAt time.Time
 	tick := min(b.onDemandEvery, b.spotEvery)
 	for {

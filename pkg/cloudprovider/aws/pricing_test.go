@@ -1,12 +1,17 @@
 package aws
 
 import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestParseOnDemandPrices(t *testing.T) {
@@ -84,5 +89,62 @@ func TestFallbackPrices(t *testing.T) {
 	}
 	if p.Spot["m5.large"]["eu-west-1a"] <= 0 {
 		t.Errorf("spot prices are not renamed into the region: %v", p.Spot["m5.large"])
+	}
+}
+
+// Every listed region's fallback prices are us-east-1's times the region's m5.large
+// ratio, in the region's zones; us-east-1's are the embedded list's own.
+func TestFallbackPricesByRegion(t *testing.T) {
+	base, err := FallbackPrices("us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.OnDemand["m5.large"] != 0.096 {
+		t.Fatalf("us-east-1 m5.large %v, want the list price 0.096", base.OnDemand["m5.large"])
+	}
+	for _, want := range []string{"us-east-2", "us-west-1", "us-west-2", "eu-west-1", "eu-central-1", "ap-southeast-1", "ap-northeast-1", "ap-south-1"} {
+		if !slices.Contains(EmbeddedPriceRegions(), want) {
+			t.Errorf("no embedded prices for %s", want)
+		}
+	}
+	for _, region := range EmbeddedPriceRegions() {
+		p, err := FallbackPrices(region)
+		if err != nil {
+			t.Fatalf("%s: %v", region, err)
+		}
+		if got := p.OnDemand["m5.large"]; math.Abs(got-m5LargeOnDemand[region]) > 1e-9 {
+			t.Errorf("%s: m5.large %v, want its list price %v", region, got, m5LargeOnDemand[region])
+		}
+		ratio := m5LargeOnDemand[region] / 0.096
+		if got, want := p.OnDemand["c5.large"], base.OnDemand["c5.large"]*ratio; math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s: c5.large %v, want %v", region, got, want)
+		}
+		if got, want := p.Spot["m5.large"][region+"a"], base.Spot["m5.large"]["us-east-1a"]*ratio; got <= 0 || math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s: m5.large spot in %sa %v, want %v", region, region, got, want)
+		}
+	}
+}
+
+// A region without embedded prices is an error for FallbackPrices, and a price book
+// there starts from us-east-1's prices with a warning.
+func TestUnknownRegionFallsBackToUSEast1(t *testing.T) {
+	_, err := FallbackPrices("xx-nowhere-1")
+	var unknown *NoEmbeddedPricesError
+	if !errors.As(err, &unknown) || unknown.Region != "xx-nowhere-1" {
+		t.Fatalf("FallbackPrices of an unknown region: %v", err)
+	}
+	b, err := NewPriceBook("xx-nowhere-1", nil, nil, clocktesting.NewFakeClock(time.Now()), time.Hour, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.FallbackWarning(), "xx-nowhere-1") {
+		t.Errorf("warning %q does not name the region", b.FallbackWarning())
+	}
+	p := b.Prices()
+	if p.OnDemand["m5.large"] != 0.096 || p.Spot["m5.large"]["xx-nowhere-1a"] <= 0 {
+		t.Errorf("prices %v / %v, want us-east-1's in the region's zones", p.OnDemand["m5.large"], p.Spot["m5.large"])
+	}
+	if known, _ := NewPriceBook("eu-west-1", nil, nil, clocktesting.NewFakeClock(time.Now()), time.Hour, time.Hour); known.FallbackWarning() != "" {
+		t.Errorf("eu-west-1 warns: %s", known.FallbackWarning())
 	}
 }

@@ -42,6 +42,11 @@ func (c *CloudProvider) resolveCapacityReservations(ctx context.Context, nc *aws
 			found = append(found, page.CapacityReservations...)
 		}
 	}
+	c.mu.Lock()
+	for _, r := range found {
+		c.reservationRoom[deref(r.CapacityReservationId)] = int(deref(r.AvailableInstanceCount))
+	}
+	c.mu.Unlock()
 	return SortCapacityReservations(found), nil
 }
 

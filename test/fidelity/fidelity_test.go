@@ -1,0 +1,317 @@
+// Package fidelity measures how close the live cluster comes to Tailor's own plan:
+// Deployments scaled from zero on the local control plane (the real kube-scheduler,
+// kwok nodes, the sim cloud, the system DaemonSets), and the nodes launched for
+// them compared with what the scheduling engine plans for the same pods on an empty
+// NodePool. A measurement, not a check (issue 16): run it with
+//
+//	TAILOR_FIDELITY=1 go test -v -timeout 60m ./test/fidelity/
+//
+// TAILOR_FIDELITY_SIZES sets the inflate sizes (default 40,100,500).
+package fidelity
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/internal/localcluster"
+	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
+	"github.com/nodetailor/tailor/pkg/operator"
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+var kube client.Client
+
+func TestMain(m *testing.M) {
+	if os.Getenv("TAILOR_FIDELITY") == "" {
+		fmt.Println("a measurement, not a check: run with TAILOR_FIDELITY=1")
+		os.Exit(0)
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cluster, k, stop, err := testenv.Start(localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	kube = k
+	for _, ds := range testenv.SystemDaemonSets() {
+		if err := kube.Create(ctx, ds); err != nil {
+			fmt.Fprintln(os.Stderr, "creating DaemonSet", ds.Name, err)
+			return 1
+		}
+	}
+	logPath := os.Getenv("TAILOR_FIDELITY_LOG")
+	if logPath == "" {
+		logPath = cluster.Dir + "/tailor.log"
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer logFile.Close()
+	fmt.Println("controller log:", logPath)
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	opts := operator.DefaultOptions()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	opts.MetricsAddr = l.Addr().String()
+	l.Close()
+	opts.LeaderElection, opts.HealthAddr = false, "0"
+	done := make(chan error, 1)
+	go func() { done <- operator.Run(ctx, cluster.Config, opts) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		code = 1
+	}
+	return code
+}
+
+// shape is one Deployment of a workload.
+type shape struct {
+	app         string
+	replicas    int32
+	cpu, memory string
+}
+
+// workloads are inflate (Karpenter's example: 1 cpu, 1.5Gi here so that memory
+// counts too) at each size, and a mix of three pod sizes.
+func workloads() map[string][]shape {
+	sizes := []int{40, 100, 500}
+	if s := os.Getenv("TAILOR_FIDELITY_SIZES"); s != "" {
+		sizes = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				panic("TAILOR_FIDELITY_SIZES: want sizes like 40,100,500, got " + s)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	out := map[string][]shape{
+		"mix": {{"mix-small", 30, "250m", "512Mi"}, {"mix-medium", 20, "1", "2Gi"}, {"mix-large", 10, "1500m", "6Gi"}, {"mix-memory", 6, "500m", "12Gi"}},
+	}
+	for _, n := range sizes {
+		name := fmt.Sprintf("inflate-%d", n)
+		out[name] = []shape{{name, int32(n), "1", "1536Mi"}}
+	}
+	return out
+}
+
+func TestPlanFidelity(t *testing.T) {
+	ws := workloads()
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range ws {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) { measure(t, name, ws[name]) })
+	}
+}
+
+// measure scales the workload's Deployments from zero at once on a NodePool of its
+// own, waits for every pod to run, and compares the NodeClaims with a fresh plan.
+func measure(t *testing.T, pool string, shapes []shape) {
+	ctx := t.Context()
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
+	np.Spec.Template.Labels = map[string]string{"pool": pool}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: pool}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
+	// Measure provisioning alone: nothing is consolidated away.
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, np}
+	total := 0
+	for _, s := range shapes {
+		objs = append(objs, deployment(s.app, pool, s.replicas, s.cpu, s.memory))
+		total += int(s.replicas)
+	}
+	for _, o := range objs {
+		if err := kube.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	defer cleanUp(t, pool, objs)
+	start := time.Now()
+	peak := 0
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute+time.Duration(total)*time.Second, true, func(ctx context.Context) (bool, error) {
+		claims, err := claimsOf(ctx, pool)
+		if err != nil {
+			return false, nil
+		}
+		peak = max(peak, len(claims))
+		running, err := runningPods(ctx, pool)
+		return err == nil && running == total, nil
+	})
+	if err != nil {
+		t.Fatalf("%d pods not all running: %v", total, err)
+	}
+	took := time.Since(start)
+	claims, err := claimsOf(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, its := freshPlan(t, np)
+	price := 0.0
+	for _, nc := range claims {
+		p, ok := scheduling.OfferingPrice(its, nc.Labels)
+		if !ok {
+			t.Errorf("NodeClaim %s launched an offering the catalog does not sell: %v", nc.Name, nc.Labels)
+		}
+		price += p
+	}
+	nodeGap := 100 * float64(len(claims)-len(plan.NewNodes)) / float64(len(plan.NewNodes))
+	priceGap := 100 * (price - plan.Cost()) / plan.Cost()
+	t.Logf("%s: %d pods running in %.1fs on %d nodes (peak %d) at $%.4f/h; fresh plan %d nodes at $%.4f/h: %+.1f%% nodes, %+.1f%% price",
+		pool, total, took.Seconds(), len(claims), peak, price, len(plan.NewNodes), plan.Cost(), nodeGap, priceGap)
+	if len(plan.Unschedulable) > 0 {
+		t.Errorf("the fresh plan leaves %d pods unschedulable", len(plan.Unschedulable))
+	}
+	if math.Abs(priceGap) > 5 || math.Abs(nodeGap) > 5 {
+		t.Errorf("the live cluster is more than 5%% off its plan")
+	}
+}
+
+func deployment(name, pool string, replicas int32, cpu, memory string) *appsv1.Deployment {
+	labels := map[string]string{"app": name, "workload": pool}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"pool": pool},
+					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}}},
+			},
+		},
+	}
+}
+
+func claimsOf(ctx context.Context, pool string) ([]v1.NodeClaim, error) {
+	claims := &v1.NodeClaimList{}
+	err := kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: pool})
+	return claims.Items, err
+}
+
+func workloadPods(ctx context.Context, pool string) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	err := kube.List(ctx, pods, client.MatchingLabels{"workload": pool})
+	return pods.Items, err
+}
+
+func runningPods(ctx context.Context, pool string) (int, error) {
+	pods, err := workloadPods(ctx, pool)
+	n := 0
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			n++
+		}
+	}
+	return n, err
+}
+
+// freshPlan is the engine's plan for the workload's pods on an empty cluster of the
+// NodePool, with the cluster's DaemonSets, the pods in the controller's order.
+func freshPlan(t *testing.T, np *v1.NodePool) (*scheduling.Plan, []*scheduling.InstanceType) {
+	t.Helper()
+	if err := kube.Get(t.Context(), client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	its, err := sim.New(kube, clock.RealClock{}).InstanceTypes(t.Context(), np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: np, InstanceTypes: its}}}
+	dss := &appsv1.DaemonSetList{}
+	if err := kube.List(t.Context(), dss); err != nil {
+		t.Fatal(err)
+	}
+	for i := range dss.Items {
+		ds := &dss.Items[i]
+		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
+		p.Name, p.Namespace = ds.Name, ds.Namespace
+		in.DaemonSets = append(in.DaemonSets, p)
+	}
+	pods, err := workloadPods(t.Context(), np.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods {
+		p := pods[i].DeepCopy()
+		p.Spec.NodeName = ""
+		in.Pods = append(in.Pods, p)
+	}
+	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	plan, err := scheduling.Solve(in, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, its
+}
+
+// cleanUp deletes the workload and waits for its nodes to go, so the next one
+// starts on an empty cluster.
+func cleanUp(t *testing.T, pool string, objs []client.Object) {
+	ctx := context.Background()
+	// The pods first: a claim deleted under a live ReplicaSet's pods would have
+	// them made again, and provisioned for.
+	for _, o := range objs[2:] {
+		_ = kube.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := workloadPods(ctx, pool)
+		return err == nil && len(pods) == 0, nil
+	}); err != nil {
+		t.Errorf("the pods of %s are not gone: %v", pool, err)
+	}
+	_ = kube.DeleteAllOf(ctx, &v1.NodeClaim{}, client.MatchingLabels{v1.NodePoolLabelKey: pool})
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		claims, err := claimsOf(ctx, pool)
+		return err == nil && len(claims) == 0, nil
+	}); err != nil {
+		t.Errorf("the NodeClaims of %s are not gone: %v", pool, err)
+	}
+	for _, o := range objs[:2] {
+		_ = kube.Delete(ctx, o)
+	}
+}

@@ -54,16 +54,23 @@ verify-generate: tools
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## lint / vet: gofmt and go vet
+## lint / vet: gofmt, go vet, and go.mod as `go mod tidy` leaves it
 lint vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	@go mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 
 ## test: builds the tools if needed, checks formatting, vet and generated files, then
 ## runs every test with the race detector, and the differential test against the
 ## kube-scheduler's own filter plugins
 test: tools lint verify-generate
-	go test $(GO_TEST_FLAGS) ./...
+	@# The end-to-end suite on the fake AWS runs beside everything else (mostly
+	@# waiting, it adds about a minute); its output follows the rest.
+	@mkdir -p out
+	TAILOR_E2E_CLOUD=aws go test $(GO_TEST_FLAGS) ./test/e2e/ > out/e2e-aws.log 2>&1 & aws=$$!; \
+	TAILOR_E2E_CLOUD=sim go test $(GO_TEST_FLAGS) ./...; sim=$$?; \
+	wait $$aws; awsrc=$$?; echo "--- test/e2e with TAILOR_E2E_CLOUD=aws:"; cat out/e2e-aws.log; \
+	[ $$sim -eq 0 ] && [ $$awsrc -eq 0 ]
 	$(MAKE) fidelity
 	$(MAKE) image-test
 	$(MAKE) chart-test

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -19,10 +20,43 @@ import (
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
-func parseControllerEnv(args []string, env environment, stderr io.Writer) (operator.Options, error) {
+// newControllerCommand is `tailor controller`; run gets the options once the flags
+// and their environment variables are read.
+func newControllerCommand(env environment, run func(operator.Options) error) *cobra.Command {
 	opts := operator.DefaultOptions()
-	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := pflag.NewFlagSet("controller", pflag.ContinueOnError)
+	addControllerFlags(fs, &opts)
+	vars := flagEnv(fs)
+	documentEnv(fs, vars)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "run the autoscaler against a cluster",
+		Long: `Runs the autoscaler against a cluster. Every flag the command line leaves out is
+read from the environment variable named after it, as [$NAME] (flag, then
+variable, then default); docs/settings.md lists them.`,
+		Args: noArgs(""),
+		RunE: func(*cobra.Command, []string) error {
+			if err := applyEnv(fs, vars, env.lookup); err != nil {
+				return err
+			}
+			finishController(&opts, env)
+			return run(opts)
+		},
+	}
+	cmd.Flags().AddFlagSet(fs)
+	return cmd
+}
+
+// parseControllerEnv parses args as `tailor controller` does, in env.
+func parseControllerEnv(args []string, env environment, stderr io.Writer) (operator.Options, error) {
+	var got operator.Options
+	cmd := newControllerCommand(env, func(opts operator.Options) error { got = opts; return nil })
+	err := parseOnly(cmd, args, stderr)
+	return got, err
+}
+
+// addControllerFlags defines the controller's flags, which fill in opts.
+func addControllerFlags(fs *pflag.FlagSet, opts *operator.Options) {
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, or $KUBECONFIG)")
 	fs.StringVar(&opts.CloudProvider, "cloud-provider", opts.CloudProvider, "cloud provider: sim or aws")
 	fs.StringVar(&opts.AWS.ClusterName, "cluster-name", opts.AWS.ClusterName, "aws: the EKS cluster's name, which tags and bootstraps its instances")
@@ -68,12 +102,7 @@ func parseControllerEnv(args []string, env environment, stderr io.Writer) (opera
 		opts.Scheduling.MinValuesPolicy = p
 		return err
 	})
-	addOperationFlags(fs, &opts)
-	if err := parseWithEnv(fs, args, env.lookup); err != nil {
-		return opts, err
-	}
-	finishController(&opts, env)
-	return opts, nil
+	addOperationFlags(fs, opts)
 }
 
 func runController(opts operator.Options, stderr io.Writer) error {

@@ -13,9 +13,11 @@ func TestRun(t *testing.T) {
 		out, err string
 	}{
 		{args: []string{"version"}, code: 0, out: "tailor "},
-		{args: []string{"help"}, code: 0, out: "usage: tailor"},
-		{args: nil, code: 2, err: "usage: tailor"},
-		{args: []string{"frobnicate"}, code: 2, err: `unknown command "frobnicate"`},
+		{args: []string{"help"}, code: 0, out: "Usage:\n  tailor [flags]\n  tailor [command]"},
+		{args: nil, code: 2, err: "Usage:\n  tailor [flags]\n  tailor [command]"},
+		{args: []string{"frobnicate"}, code: 2, err: `unknown command "frobnicate" for "tailor"`},
+		{args: []string{"sandbox"}, code: 2, err: "Usage:\n  tailor sandbox"},
+		{args: []string{"sandbox", "frobnicate"}, code: 2, err: `unknown command "frobnicate" for "tailor sandbox"`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

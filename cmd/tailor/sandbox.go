@@ -2,64 +2,77 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/nodetailor/tailor/pkg/sandbox"
 )
 
-func runSandbox(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: tailor sandbox up|down|status|demo [--dir DIR]")
-		return 2
+// sandboxFlags are the flags every `tailor sandbox` command takes.
+type sandboxFlags struct {
+	dir   string
+	cloud string
+}
+
+func newSandboxCommand(s streams) *cobra.Command {
+	f := &sandboxFlags{}
+	cmd := &cobra.Command{
+		Use:   "sandbox up|down|status|demo [--dir DIR] [--cloud sim|aws]",
+		Short: "a local control plane with kwok and Tailor: up, down, status, demo",
+		Long: `Runs a local control plane (etcd, kube-apiserver, kube-scheduler,
+kube-controller-manager), kwok for nodes, and the Tailor controller on this machine.`,
+		RunE: needsSubcommand(s),
 	}
-	fs := flag.NewFlagSet("sandbox "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", sandbox.DefaultDir(), "where the sandbox keeps its data, logs, pids and kubeconfig")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.dir, "dir", sandbox.DefaultDir(), "where the sandbox keeps its data, logs, pids and kubeconfig")
+	pf.StringVar(&f.cloud, "cloud", sandbox.CloudSim, "up: the cloud the sandbox runs on: sim, or aws (a fake AWS account served locally)")
+	sub := func(use, short string, run func(ctx context.Context) error) *cobra.Command {
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  noArgs(""),
+			RunE: func(*cobra.Command, []string) error {
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+				defer stop()
+				return failed(run(ctx))
+			},
 		}
-		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	var err error
-	switch args[0] {
-	case "up":
-		self, exeErr := os.Executable()
-		if exeErr != nil {
-			err = exeErr
-			break
+	up := sub("up", "start the sandbox and print the KUBECONFIG to use", func(ctx context.Context) error {
+		self, err := os.Executable()
+		if err != nil {
+			return err
 		}
-		upCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		err = sandbox.Up(upCtx, sandbox.Options{Dir: *dir, Tailor: self}, stdout)
-	case "down":
-		err = sandbox.Down(*dir, stdout)
-	case "status":
-		err = sandbox.Status(*dir, stdout)
-	case "demo":
-		tty := false
-		if f, ok := stdout.(*os.File); ok {
-			tty = term.IsTerminal(int(f.Fd()))
-		}
-		err = sandbox.Demo(ctx, sandbox.Kubeconfig(*dir), stdout, tty)
-	default:
-		fmt.Fprintf(stderr, "tailor sandbox: unknown command %q (up, down, status, demo)\n", args[0])
-		return 2
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "tailor sandbox "+args[0]+":", err)
-		return 1
-	}
-	return 0
+		return sandbox.Up(ctx, sandbox.Options{Dir: f.dir, Tailor: self, Cloud: f.cloud}, s.out)
+	})
+	down := sub("down", "stop every process the sandbox started and remove its directory", func(context.Context) error {
+		return sandbox.Down(f.dir, s.out)
+	})
+	status := sub("status", "say what runs", func(context.Context) error {
+		return sandbox.Status(f.dir, s.out)
+	})
+	demo := sub("demo", "run a short demonstration against the sandbox", func(ctx context.Context) error {
+		return sandbox.Demo(ctx, sandbox.Kubeconfig(f.dir), s.out, isTerminal(s.out))
+	})
+	// internal: the process `up --cloud aws` starts
+	fakeAWS := sub("fake-aws", "serve the sandbox's fake AWS account", func(ctx context.Context) error {
+		return sandbox.ServeFakeAWS(ctx, f.dir)
+	})
+	fakeAWS.Hidden = true
+	cmd.AddCommand(up, down, status, demo, fakeAWS)
+	return cmd
+}
+
+// isTerminal says whether w is a terminal, for output that may use its features.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

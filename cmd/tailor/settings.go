@@ -2,13 +2,14 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/nodetailor/tailor/pkg/operator"
 )
@@ -22,7 +23,7 @@ type environment struct {
 var osEnvironment = environment{lookup: os.LookupEnv, readFile: os.ReadFile}
 
 // parseController parses the controller's flags, then the environment variables
-// of the flags the command line left out.
+// of the flags the command line left out, as `tailor controller` does.
 func parseController(args []string, stderr io.Writer) (operator.Options, error) {
 	return parseControllerEnv(args, osEnvironment, stderr)
 }
@@ -59,9 +60,9 @@ func envName(flag string) string {
 }
 
 // flagEnv lists the variable of every flag in fs, in flag-name order.
-func flagEnv(fs *flag.FlagSet) []envVar {
+func flagEnv(fs *pflag.FlagSet) []envVar {
 	var out []envVar
-	fs.VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		i := slices.IndexFunc(envExceptions, func(e envVar) bool { return e.flag == f.Name })
 		if i >= 0 {
 			out = append(out, envExceptions[i])
@@ -72,24 +73,24 @@ func flagEnv(fs *flag.FlagSet) []envVar {
 	return out
 }
 
-// parseWithEnv parses args, then sets each flag they left out from its variable.
-// An empty variable counts as unset. A bad value is an error naming the variable.
-func parseWithEnv(fs *flag.FlagSet, args []string, lookup func(string) (string, bool)) error {
-	vars := flagEnv(fs)
+// documentEnv appends each flag's variable to its usage, as "[$NAME]": --help is
+// where the chart's tests and people look the variables up.
+func documentEnv(fs *pflag.FlagSet, vars []envVar) {
 	for _, e := range vars {
 		if e.name != "" {
 			f := fs.Lookup(e.flag)
 			f.Usage += " [$" + e.name + "]"
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+}
+
+// applyEnv sets each flag of vars the command line left out from its variable.
+// An empty variable counts as unset. A bad value is an error naming the variable.
+func applyEnv(fs *pflag.FlagSet, vars []envVar, lookup func(string) (string, bool)) error {
+	given := func(name string) bool { return fs.Changed(name) }
 	var errs []error
 	for _, e := range vars {
-		if e.name == "" || given[e.flag] || slices.ContainsFunc(e.sameAs, func(f string) bool { return given[f] }) {
+		if e.name == "" || given(e.flag) || slices.ContainsFunc(e.sameAs, given) {
 			continue
 		}
 		raw, ok := lookup(e.name)
@@ -126,7 +127,7 @@ func portAddress(v string) (string, error) {
 
 // addOperationFlags defines the flags of running the controller in a cluster:
 // logging, memory, and the leader Lease.
-func addOperationFlags(fs *flag.FlagSet, opts *operator.Options) {
+func addOperationFlags(fs *pflag.FlagSet, opts *operator.Options) {
 	fs.Func("log-level", fmt.Sprintf("log verbosity: %s (default %s)", strings.Join(operator.LogLevels, ", "), opts.LogLevel), func(v string) error {
 		level, err := operator.ParseLogLevel(v)
 		opts.LogLevel = level

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
-	"flag"
 	"io"
 	"io/fs"
 	"os"
@@ -11,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/nodetailor/tailor/pkg/operator"
 )
@@ -197,18 +197,22 @@ func TestSettingsDocumented(t *testing.T) {
 	}
 }
 
-// controllerHelp is the controller's flag set, as --help sees it, and the help text.
-func controllerHelp(t *testing.T) (*flag.FlagSet, string) {
+// controllerHelp is the controller's flag set, as `tailor controller --help` lists
+// it on stdout, and the help text.
+func controllerHelp(t *testing.T) (*pflag.FlagSet, string) {
 	t.Helper()
-	var out bytes.Buffer
-	if _, err := parseControllerEnv([]string{"--help"}, fakeEnv(nil), &out); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("--help: %v", err)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"controller", "--help"}, &out, &errOut); code != 0 || errOut.Len() > 0 {
+		t.Fatalf("--help: exit code %d, stderr %q", code, errOut.String())
 	}
-	fs := flag.NewFlagSet("help", flag.ContinueOnError)
-	for _, m := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(out.String(), -1) {
-		fs.String(m[1], "", "")
+	fs := pflag.NewFlagSet("help", pflag.ContinueOnError)
+	// pflag's format: "  -h, --help" or "      --batch-idle-duration duration".
+	for _, m := range regexp.MustCompile(`(?m)^  (?:-\S, |    )--([a-z0-9-]+)`).FindAllStringSubmatch(out.String(), -1) {
+		if m[1] != "help" {
+			fs.String(m[1], "", "")
+		}
 	}
-	if fs.NFlag() != 0 || fs.Lookup("batch-idle-duration") == nil {
+	if fs.NFlag() != 0 || fs.Lookup("batch-idle-duration") == nil || fs.Lookup("disable-leader-election") == nil {
 		t.Fatalf("no flags read from --help:\n%s", out.String())
 	}
 	return fs, out.String()

@@ -5,6 +5,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // Stamped at build time (see the Makefile's build target):
@@ -48,12 +50,19 @@ func Build() BuildInfo {
 // Version is the build's version string.
 func Version() string { return Build().Version }
 
-func runVersion(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "tailor version: unexpected argument %q\n", args[0])
-		return 2
+func newVersionCommand(s streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version, commit, build date and Go version",
+		Args:  noArgs(""),
+		RunE: func(*cobra.Command, []string) error {
+			_, err := io.WriteString(s.out, versionText(Build()))
+			return failed(err)
+		},
 	}
-	b := Build()
-	fmt.Fprintf(stdout, "tailor %s\ncommit: %s\nbuilt:  %s\ngo:     %s %s\n", b.Version, b.Commit, b.Date, b.GoVersion, b.Platform)
-	return 0
+}
+
+// versionText is what `tailor version` and `tailor --version` print.
+func versionText(b BuildInfo) string {
+	return fmt.Sprintf("tailor %s\ncommit: %s\nbuilt:  %s\ngo:     %s %s\n", b.Version, b.Commit, b.Date, b.GoVersion, b.Platform)
 }

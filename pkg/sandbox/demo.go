@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,6 +23,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/examples"
+	awscloud "github.com/nodetailor/tailor/pkg/cloudprovider/aws"
 	"github.com/nodetailor/tailor/pkg/operator"
 )
 
@@ -211,6 +213,12 @@ func look(ctx context.Context, kube client.Client, workload map[string]string) (
 			state = "Terminating"
 		}
 		s.claims[state]++
+		// On AWS a claim lives as long as its instance (its finalizer waits for
+		// EC2 to say terminated); the fake sells at the embedded catalog's prices.
+		if ref := nc.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && nc.Status.ProviderID != "" {
+			s.instances++
+			s.price += awsPrice(nc.Labels)
+		}
 	}
 	instances := &v1alpha1.SimInstanceList{}
 	if err := kube.List(ctx, instances); err != nil {
@@ -231,6 +239,20 @@ func look(ctx context.Context, kube client.Client, workload map[string]string) (
 	}
 	slices.Sort(s.nodes)
 	return s, nil
+}
+
+var fallbackPrices = sync.OnceValues(func() (awscloud.Prices, error) { return awscloud.FallbackPrices("us-east-1") })
+
+// awsPrice is the hourly price of the offering a claim's labels name.
+func awsPrice(labels map[string]string) float64 {
+	prices, err := fallbackPrices()
+	if err != nil {
+		return 0
+	}
+	if labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
+		return prices.Spot[labels[v1.LabelInstanceType]][labels[v1.LabelZone]]
+	}
+	return prices.OnDemand[labels[v1.LabelInstanceType]]
 }
 
 func (s snapshot) describeNodes() string {

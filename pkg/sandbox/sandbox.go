@@ -1,6 +1,7 @@
 // Package sandbox runs Tailor on a laptop: the local control plane with kwok, the
-// CRDs, a default NodePool over the simulated cloud, and the controller, all as
-// background processes that outlive the command that started them.
+// CRDs, a default NodePool over the simulated cloud (or over a fake AWS account,
+// internal/fakeaws, with --cloud aws), and the controller, all as background
+// processes that outlive the command that started them.
 package sandbox
 
 import (
@@ -40,12 +41,21 @@ func DefaultDir() string { return filepath.Join(os.TempDir(), "tailor-sandbox") 
 // Options say where the sandbox lives and what runs the controller.
 type Options struct {
 	Dir string
-	// Tailor is the tailor binary that runs `tailor controller`.
+	// Tailor is the tailor binary that runs `tailor controller` (and
+	// `tailor sandbox fake-aws`).
 	Tailor string
+	// Cloud is CloudSim (the default) or CloudAWS.
+	Cloud string
 }
 
 // Up brings the sandbox up and prints how to reach it.
 func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
+	if opts.Cloud == "" {
+		opts.Cloud = CloudSim
+	}
+	if opts.Cloud != CloudSim && opts.Cloud != CloudAWS {
+		return fmt.Errorf("cloud %q: want %s or %s", opts.Cloud, CloudSim, CloudAWS)
+	}
 	if err := claimDir(opts.Dir); err != nil {
 		return err
 	}
@@ -60,15 +70,32 @@ func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
 			_ = localcluster.StopDetached(opts.Dir, 5*time.Second)
 		}
 	}()
-	fmt.Fprintln(out, "sandbox: installing the CRDs, a SimNodeClass, the default NodePool and DaemonSets on every node (kube-proxy, cni-agent, log-agent)")
+	var manifests [][]byte
+	var controllerArgs, controllerEnv []string
+	switch opts.Cloud {
+	case CloudSim:
+		fmt.Fprintln(out, "sandbox: installing the CRDs, a SimNodeClass, the default NodePool and DaemonSets on every node (kube-proxy, cni-agent, log-agent)")
+		manifests = [][]byte{defaults}
+	case CloudAWS:
+		fmt.Fprintf(out, "sandbox: starting the fake AWS (EC2, SSM, Pricing, EKS cluster %s, IAM, SQS; subnets in 3 zones), whose instances register kwok Nodes\n", AWSCluster)
+		url, err := startFakeAWS(ctx, opts)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "sandbox: installing the CRDs, the default EC2NodeClass (al2023@latest), the default NodePool and DaemonSets on every node (kube-proxy, cni-agent, log-agent)")
+		manifests = [][]byte{awsManifests(), daemonSets()}
+		controllerArgs, controllerEnv = awsControllerArgs(), awsControllerEnv(url)
+	}
 	if err := crd.Install(ctx, cluster.Config); err != nil {
 		return err
 	}
-	if err := apply(ctx, cluster.Config, defaults); err != nil {
-		return err
+	for _, m := range manifests {
+		if err := apply(ctx, cluster.Config, m); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintln(out, "sandbox: starting the Tailor controller")
-	if err := startController(ctx, opts, cluster.Kubeconfig); err != nil {
+	if err := startController(ctx, opts, cluster.Kubeconfig, controllerArgs, controllerEnv); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "sandbox: up. Use it with:\n  export KUBECONFIG=%s\n", cluster.Kubeconfig)
@@ -114,7 +141,9 @@ func claimDir(dir string) error {
 // Kubeconfig is the sandbox's admin kubeconfig.
 func Kubeconfig(dir string) string { return filepath.Join(dir, "kubeconfig") }
 
-func startController(ctx context.Context, opts Options, kubeconfig string) error {
+// startController runs `tailor controller` with args added, and env (when set) as
+// its whole environment.
+func startController(ctx context.Context, opts Options, kubeconfig string, args, env []string) error {
 	ports := make([]int, 2)
 	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -132,6 +161,8 @@ func startController(ctx context.Context, opts Options, kubeconfig string) error
 	cmd := exec.Command(opts.Tailor, "controller", "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]))
+	cmd.Args = append(cmd.Args, args...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -188,6 +219,17 @@ func apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
 	return nil
 }
 
+// daemonSets are the DaemonSets of the defaults, which every cloud's sandbox runs.
+func daemonSets() []byte {
+	var out []byte
+	for _, doc := range bytes.Split(defaults, []byte("\n---\n")) {
+		if bytes.Contains(doc, []byte("\nkind: DaemonSet\n")) {
+			out = append(append(out, doc...), "\n---\n"...)
+		}
+	}
+	return out
+}
+
 // documents reads the objects of a multi-document YAML file, skipping empty ones.
 func documents(manifests []byte) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
@@ -242,7 +284,7 @@ func Status(dir string, out io.Writer) error {
 		}
 		return err
 	}
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "tailor-controller"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "fake-aws", "tailor-controller"} {
 		if up, ok := procs[name]; ok {
 			state := "running"
 			if !up {

@@ -25,19 +25,49 @@ type Step struct {
 	Reason       string   `json:"reason"`
 	Kind         string   `json:"kind"`
 	Nodes        []string `json:"nodes"`
-	Replacements []string `json:"replacements,omitempty"`
-	Savings      float64  `json:"savingsPerHour"`
+	Replacements []string `json:"replacements"`
+	Savings      float64  `json:"savings_per_hour"`
 }
 
 // Consolidation is what disruption would do to the existing nodes, pass after pass,
 // until nothing is left to do.
 type Consolidation struct {
 	Steps   []Step    `json:"steps"`
-	Blocked []Blocked `json:"blocked,omitempty"`
-	Before  float64   `json:"pricePerHourBefore"`
-	After   float64   `json:"pricePerHourAfter"`
-	Nodes   [2]int    `json:"nodesBeforeAfter"`
-	Seconds float64   `json:"decisionSeconds"`
+	Blocked []Blocked `json:"blocked"`
+	Before  float64   `json:"price_per_hour_before"`
+	After   float64   `json:"price_per_hour_after"`
+	Nodes   [2]int    `json:"-"`
+	Seconds float64   `json:"decision_seconds"`
+}
+
+// consolidationView is a Consolidation as printed: its node counts by name, and
+// empty lists as [].
+type consolidationView struct {
+	Consolidation
+	NodesBefore int `json:"nodes_before"`
+	NodesAfter  int `json:"nodes_after"`
+}
+
+// Object is the run as printed by WriteJSON and WriteYAML.
+func (c *Consolidation) Object() any {
+	v := consolidationView{Consolidation: *c, NodesBefore: c.Nodes[0], NodesAfter: c.Nodes[1]}
+	v.Steps = make([]Step, len(c.Steps))
+	for i, s := range c.Steps {
+		s.Nodes, s.Replacements = nonNil(s.Nodes), nonNil(s.Replacements)
+		v.Steps[i] = s
+	}
+	if v.Blocked == nil {
+		v.Blocked = []Blocked{}
+	}
+	return v
+}
+
+// nonNil makes an empty list print as [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // Blocked is a node left alone, and why.

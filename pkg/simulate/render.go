@@ -27,15 +27,19 @@ type Summary struct {
 	AllocBytes    uint64  `json:"alloc_bytes"`
 }
 
+// The machine-readable output (tailor simulate --output json|yaml). Field names are
+// snake_case throughout, as the summary line's always were; docs/cli.md documents
+// every field.
+
 // NodeView is a new node as printed.
 type NodeView struct {
 	Name         string            `json:"name"`
-	NodePool     string            `json:"nodePool"`
-	InstanceType string            `json:"instanceType"`
+	NodePool     string            `json:"node_pool"`
+	InstanceType string            `json:"instance_type"`
 	Zone         string            `json:"zone"`
-	CapacityType string            `json:"capacityType"`
-	PricePerHour float64           `json:"pricePerHour"`
-	Options      []string          `json:"instanceTypeOptions"`
+	CapacityType string            `json:"capacity_type"`
+	PricePerHour float64           `json:"price_per_hour"`
+	Options      []string          `json:"instance_type_options"`
 	Requests     map[string]string `json:"requests"`
 	Pods         []string          `json:"pods"`
 }
@@ -52,15 +56,20 @@ type FailureView struct {
 	Reason string `json:"reason"`
 }
 
-// Report is the whole plan as printed by --output yaml.
+// lowerBoundView is a price no plan for the new nodes' pods can beat.
+type lowerBoundView struct {
+	CostPerHour float64 `json:"cost_per_hour"`
+}
+
+// Report is the whole plan.
 type Report struct {
-	Summary       Summary       `json:"summary"`
-	LowerBound    float64       `json:"lowerBoundPerHour"`
-	NewNodes      []NodeView    `json:"newNodes"`
-	Bindings      []BindingView `json:"existingNodeBindings,omitempty"`
-	Unschedulable []FailureView `json:"unschedulable,omitempty"`
+	Summary       Summary
+	LowerBound    float64
+	NewNodes      []NodeView
+	Bindings      []BindingView
+	Unschedulable []FailureView
 	// Warnings name input the plan left out, such as a DaemonSet it cannot read.
-	Warnings []string `json:"warnings,omitempty"`
+	Warnings []string
 }
 
 // NewReport shapes a result for printing.
@@ -71,7 +80,8 @@ func NewReport(r *Result, version string) *Report {
 	for _, n := range p.NewNodes {
 		scheduled += len(n.Pods)
 		view := NodeView{Name: n.Name, NodePool: n.NodePool, InstanceType: n.InstanceType.Name, Zone: n.Offering.Zone,
-			CapacityType: n.Offering.CapacityType, PricePerHour: n.Offering.Price, Requests: map[string]string{}}
+			CapacityType: n.Offering.CapacityType, PricePerHour: n.Offering.Price, Requests: map[string]string{},
+			Options: []string{}, Pods: []string{}}
 		for _, it := range n.InstanceTypes {
 			view.Options = append(view.Options, it.Name)
 		}
@@ -97,44 +107,56 @@ func NewReport(r *Result, version string) *Report {
 
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
-// WriteJSON prints the summary alone on the first line, then one line per new node,
-// binding, unschedulable pod and warning.
-func (rep *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(rep.Summary); err != nil {
-		return err
-	}
+// Objects are the plan's objects in print order: the summary, the lower bound,
+// then one object per new node, binding, unschedulable pod and warning, each keyed
+// by what it is.
+func (rep *Report) Objects() []any {
+	out := []any{rep.Summary, map[string]lowerBoundView{"lower_bound": {CostPerHour: rep.LowerBound}}}
 	for _, n := range rep.NewNodes {
-		if err := enc.Encode(map[string]NodeView{"newNode": n}); err != nil {
-			return err
-		}
+		out = append(out, map[string]NodeView{"new_node": n})
 	}
 	for _, b := range rep.Bindings {
-		if err := enc.Encode(map[string]BindingView{"binding": b}); err != nil {
-			return err
-		}
+		out = append(out, map[string]BindingView{"binding": b})
 	}
 	for _, f := range rep.Unschedulable {
-		if err := enc.Encode(map[string]FailureView{"unschedulable": f}); err != nil {
-			return err
-		}
+		out = append(out, map[string]FailureView{"unschedulable": f})
 	}
-	for _, warning := range rep.Warnings {
-		if err := enc.Encode(map[string]string{"warning": warning}); err != nil {
+	for _, w := range rep.Warnings {
+		out = append(out, map[string]string{"warning": w})
+	}
+	return out
+}
+
+// WriteJSON prints each object on a line of its own: the summary alone on the
+// first.
+func WriteJSON(w io.Writer, objects []any) error {
+	enc := json.NewEncoder(w)
+	for _, o := range objects {
+		if err := enc.Encode(o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// WriteYAML prints the whole report.
-func (rep *Report) WriteYAML(w io.Writer) error {
-	out, err := yaml.Marshal(rep)
-	if err != nil {
-		return err
+// WriteYAML prints each object as a YAML document, with the same fields as
+// WriteJSON (both marshal through the JSON tags).
+func WriteYAML(w io.Writer, objects []any) error {
+	for i, o := range objects {
+		out, err := yaml.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
 	}
-	_, err = w.Write(out)
-	return err
+	return nil
 }
 
 // WriteTable prints the plan for people.

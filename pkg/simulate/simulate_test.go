@@ -79,7 +79,7 @@ func TestMixedManifests(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := NewReport(res, "v0.0.0-test").WriteJSON(&out); err != nil {
+	if err := WriteJSON(&out, NewReport(res, "v0.0.0-test").Objects()); err != nil {
 		t.Fatal(err)
 	}
 	first, _, _ := strings.Cut(out.String(), "\n")

@@ -18,11 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
+	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -33,8 +32,8 @@ type poolState struct {
 	names                     []string
 }
 
-// lookAtPool reads a NodePool's claims and nodes, and prices its nodes from the sim
-// catalog.
+// lookAtPool reads a NodePool's claims and nodes, and prices its nodes as the
+// cloud sells them.
 func lookAtPool(ctx context.Context, pool string) (poolState, error) {
 	var s poolState
 	claims := &v1.NodeClaimList{}
@@ -55,7 +54,7 @@ func lookAtPool(ctx context.Context, pool string) (poolState, error) {
 	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
 		return s, err
 	}
-	types, err := sim.New(kube, clock.RealClock{}).InstanceTypes(ctx, np)
+	types, err := provider.instanceTypes(ctx, np)
 	if err != nil {
 		return s, err
 	}
@@ -126,7 +125,7 @@ func freshPlan(t *testing.T, pool string, apps ...string) (*scheduling.Plan, []*
 	if err := kube.Get(t.Context(), client.ObjectKey{Name: pool}, np); err != nil {
 		t.Fatal(err)
 	}
-	its, err := sim.New(kube, clock.RealClock{}).InstanceTypes(t.Context(), np)
+	its, err := provider.instanceTypes(t.Context(), np)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +168,7 @@ func freshPlan(t *testing.T, pool string, apps ...string) (*scheduling.Plan, []*
 // time under a budget of one node, until the cluster costs about what a fresh plan
 // of the two pods would; then it holds still; scaled to zero, every node goes.
 func TestConsolidationAfterScaleDown(t *testing.T) {
-	create(t, simNodeClass("shrink"), nodePool("shrink", "shrink", func(np *v1.NodePool) {
+	create(t, nodeClass("shrink"), nodePool("shrink", "shrink", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "shrink"}
 		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
@@ -273,7 +272,7 @@ func nodeEvent(ctx context.Context, node, reason, text string) (bool, string) {
 // its pod, and while the pod is annotated do-not-disrupt, with an event saying so;
 // once both are gone it is replaced.
 func TestBlockedConsolidation(t *testing.T) {
-	create(t, simNodeClass("held"), nodePool("held", "held", func(np *v1.NodePool) {
+	create(t, nodeClass("held"), nodePool("held", "held", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "held"}
 		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
@@ -344,8 +343,7 @@ func TestBlockedConsolidation(t *testing.T) {
 // under a budget of one node, until every node carries the new template. Changing
 // the NodeClass's image then drifts them again, as the provider reports.
 func TestDriftReplacesNodes(t *testing.T) {
-	class := simNodeClass("drift")
-	class.Spec.ImageID = "image-1"
+	class := nodeClass("drift")
 	create(t, class, nodePool("drift", "drift", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "drift"}
 		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
@@ -385,10 +383,7 @@ func TestDriftReplacesNodes(t *testing.T) {
 			t.Errorf("pod still on old node %s", n)
 		}
 	}
-	patch = client.RawPatch(types.MergePatchType, []byte(`{"spec":{"imageID":"image-2"}}`))
-	if err := kube.Patch(t.Context(), class, patch); err != nil {
-		t.Fatal(err)
-	}
+	isNew := provider.changeImage(t, class)
 	eventually(t, 5*time.Minute, "every drift pod on a node of the new image", func(ctx context.Context) (bool, string) {
 		moved := 0
 		for n, count := range runningNodes(ctx, "drift") {
@@ -404,7 +399,7 @@ func TestDriftReplacesNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, nc := range claims.Items {
-		if nc.Status.ImageID != "image-2" {
+		if !isNew(nc.Status.ImageID) {
 			t.Errorf("claim %s runs image %q", nc.Name, nc.Status.ImageID)
 		}
 	}
@@ -415,7 +410,7 @@ func TestDriftReplacesNodes(t *testing.T) {
 
 // expireAfter recycles a node: the claim goes, its pod runs on a new node.
 func TestExpiration(t *testing.T) {
-	create(t, simNodeClass("expire"), nodePool("expire", "expire", func(np *v1.NodePool) {
+	create(t, nodeClass("expire"), nodePool("expire", "expire", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "expire"}
 		np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("30s")
 	}))
@@ -445,7 +440,7 @@ func TestExpiration(t *testing.T) {
 // A spot interruption notice replaces the node before the reclaim: the claim goes at
 // once, its pods run on a new node, and the interrupted offering is avoided.
 func TestSpotInterruption(t *testing.T) {
-	create(t, simNodeClass("spot"), nodePool("spot", "spot", func(np *v1.NodePool) {
+	create(t, nodeClass("spot"), nodePool("spot", "spot", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "spot"}
 		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}}}
@@ -457,10 +452,7 @@ func TestSpotInterruption(t *testing.T) {
 		first = n
 	}
 	claim := claimOfNode(t, first)
-	reclaim := time.Now().Add(2 * time.Minute)
-	if err := sim.New(kube, clock.RealClock{}).Interrupt(t.Context(), claim.Status.ProviderID, reclaim); err != nil {
-		t.Fatal(err)
-	}
+	reclaim := provider.interrupt(t, claim)
 	eventually(t, 2*time.Minute, "the pods running on a new node", func(ctx context.Context) (bool, string) {
 		nodes := runningNodes(ctx, "spot")
 		return len(nodes) > 0 && nodes[first] == 0, fmt.Sprintf("running on %v", nodes)
@@ -500,7 +492,7 @@ func runningNodes(ctx context.Context, app string) map[string]int {
 // Karpenter's chaos test does), the node count stays bounded: the pods keep being
 // evicted and provisioned for, and emptiness takes the broken nodes away.
 func TestRunawayGuard(t *testing.T) {
-	create(t, simNodeClass("chaos"), nodePool("chaos", "chaos", func(np *v1.NodePool) {
+	create(t, nodeClass("chaos"), nodePool("chaos", "chaos", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "chaos"}
 		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
 		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
@@ -548,7 +540,7 @@ func TestRunawayGuard(t *testing.T) {
 // A cluster Tailor has just provisioned for a mix of workloads is left alone: no
 // disruption for two minutes once it has settled.
 func TestStableClusterSeesNoDisruption(t *testing.T) {
-	create(t, simNodeClass("stable"), nodePool("stable", "stable", func(np *v1.NodePool) {
+	create(t, nodeClass("stable"), nodePool("stable", "stable", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "stable"}
 		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
 		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
@@ -584,8 +576,9 @@ func TestStableClusterSeesNoDisruption(t *testing.T) {
 	}
 }
 
-// metric returns the value of one sample of the controller's metrics, or -1.
-func metric(ctx context.Context, sample string) float64 {
+// metric returns the sum of the samples of the controller's metric name whose
+// labels include the given ones (`reason="drifted"`), or -1 when there is none.
+func metric(ctx context.Context, name string, labels ...string) float64 {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
 	if err != nil {
 		return -1
@@ -596,21 +589,29 @@ func metric(ctx context.Context, sample string) float64 {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	sum, found := 0.0, false
 	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
-			v, err := strconv.ParseFloat(rest, 64)
-			if err == nil {
-				return v
-			}
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || (series != name && !strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		if slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(series, l) }) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			sum, found = sum+v, true
 		}
 	}
-	return -1
+	if !found {
+		return -1
+	}
+	return sum
 }
 
 // A replacement that cannot launch rolls the disruption back: the drifted node is
 // untainted, keeps its pod, and the failed replacement is gone.
 func TestFailedReplacementRollsBack(t *testing.T) {
-	class := simNodeClass("rollback")
+	class := nodeClass("rollback")
 	create(t, class, nodePool("rollback", "rollback", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "rollback"}
 		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
@@ -624,19 +625,17 @@ func TestFailedReplacementRollsBack(t *testing.T) {
 		node = n
 	}
 	claim := claimOfNode(t, node)
-	sample := `tailor_disruption_failures_total{reason="drifted"}`
-	before := max(0, metric(t.Context(), sample))
+	failures, drifted := "karpenter_voluntary_disruption_queue_failures_total", `reason="drifted"`
+	before := max(0, metric(t.Context(), failures, drifted))
 	// The pool's only offering runs out, then its template changes.
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unavailableOfferings":[{"instanceType":"m5.large","zone":"us-east-1a","capacityType":"on-demand"}]}}`))
-	if err := kube.Patch(t.Context(), class, patch); err != nil {
-		t.Fatal(err)
-	}
-	patch = client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"labels":{"generation":"two"}}}}}`))
+	provider.withoutCapacity(t, class, v1alpha1.Offering{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: v1.CapacityTypeOnDemand})
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"labels":{"generation":"two"}}}}}`))
 	if err := kube.Patch(t.Context(), &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "rollback"}}, patch); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "the failed replacement rolled back", func(ctx context.Context) (bool, string) {
-		return metric(ctx, sample) > before, fmt.Sprintf("%s = %v", sample, metric(ctx, sample))
+		now := metric(ctx, failures, drifted)
+		return now > before, fmt.Sprintf("%s{%s} = %v", failures, drifted, now)
 	})
 	eventually(t, 30*time.Second, "the node untainted and alone in its NodePool", func(ctx context.Context) (bool, string) {
 		s, err := lookAtPool(ctx, "rollback")

@@ -1,8 +1,11 @@
 // Package e2e runs Tailor against the real local control plane: kube-apiserver,
-// etcd, kube-scheduler, kube-controller-manager and kwok, with the sim cloud.
+// etcd, kube-scheduler, kube-controller-manager and kwok, with the cloud
+// TAILOR_E2E_CLOUD names: sim (the default) or aws (the fake AWS of
+// internal/fakeaws, served in this process).
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -16,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/operator"
@@ -71,6 +73,21 @@ func run(m *testing.M) int {
 	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, metricsAddr, "0"
 	opts.BatchIdle, opts.BatchMax = time.Second, 10*time.Second
 	opts.Disruption.Interval, opts.Disruption.ValidationDelay, opts.Disruption.ReplacementTimeout = time.Second, 2*time.Second, 2*time.Minute
+	switch name := cmp.Or(os.Getenv("TAILOR_E2E_CLOUD"), "sim"); name {
+	case "sim":
+		provider = simCloud{}
+	case "aws":
+		a, stopAWS, err := startAWS(ctx, cluster.Config, &opts)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starting the fake AWS:", err)
+			return 1
+		}
+		defer stopAWS()
+		provider = a
+	default:
+		fmt.Fprintf(os.Stderr, "TAILOR_E2E_CLOUD=%s: want sim or aws\n", name)
+		return 1
+	}
 	done := make(chan error, 1)
 	go func() { done <- operator.Run(ctx, cluster.Config, opts) }()
 	code := m.Run()
@@ -92,13 +109,11 @@ func run(m *testing.M) int {
 	return code
 }
 
-func simNodeClass(name string) *v1alpha1.SimNodeClass {
-	return &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
-}
+func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
 
 func nodePool(name, nodeClass string, mutate func(*v1.NodePool)) *v1.NodePool {
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: nodeClass}
+	np.Spec.Template.Spec.NodeClassRef = nodeClassRef(nodeClass)
 	// Tests of provisioning keep their nodes; the disruption tests say otherwise.
 	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
 	if mutate != nil {

@@ -70,7 +70,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 // The seed example end to end: a Deployment of 10 replicas of 1 cpu and 1Gi, from 0
 // to all Running on nodes Tailor launched.
 func TestDeploymentScalesUp(t *testing.T) {
-	create(t, simNodeClass("default"), nodePool("default", "default", func(np *v1.NodePool) {
+	create(t, nodeClass("default"), nodePool("default", "default", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "default"}
 	}))
 	create(t, deployment("inflate", 10, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "default"} }))
@@ -121,8 +121,8 @@ func TestDeploymentScalesUp(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`karpenter_nodeclaims_created_total{nodepool="default",reason="provisioning"}`,
-		"karpenter_provisioner_scheduling_duration_seconds_count", "karpenter_cloudprovider_duration_seconds_count",
+	for _, want := range []string{`karpenter_nodeclaims_created_total{min_values_relaxed="false",nodepool="default",reason="provisioned"}`,
+		"karpenter_scheduler_scheduling_duration_seconds_count", "karpenter_cloudprovider_duration_seconds_count",
 		`karpenter_nodepools_usage{nodepool="default",resource_type="cpu"}`, "tailor_cluster_price_per_hour "} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s", want)
@@ -146,7 +146,7 @@ func TestDeploymentScalesUp(t *testing.T) {
 // than planned is logged, not counted: where it binds is the kube-scheduler's call.)
 func TestMixedDeploymentsMatchThePlan(t *testing.T) {
 	taint := corev1.Taint{Key: "dedicated", Value: "mixed", Effect: corev1.TaintEffectNoSchedule}
-	create(t, simNodeClass("mixed"), nodePool("mixed", "mixed", func(np *v1.NodePool) {
+	create(t, nodeClass("mixed"), nodePool("mixed", "mixed", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "mixed"}
 		// Its own taint, so no other test's pods join the batch; spot only, so no
 		// offering another test made unavailable is in the plan.

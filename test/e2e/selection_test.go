@@ -30,7 +30,7 @@ func nodesOf(t *testing.T, app string, n int) []*corev1.Node {
 // arm64 pods get arm64 nodes; GPU pods get GPU nodes from the tainted GPU pool,
 // which takes only pods that tolerate its taint.
 func TestArchitectureAndGPUPools(t *testing.T) {
-	create(t, simNodeClass("select"),
+	create(t, nodeClass("select"),
 		nodePool("general", "select", func(np *v1.NodePool) {
 			np.Spec.Template.Labels = map[string]string{"pool": "select"}
 			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
@@ -78,8 +78,7 @@ func TestArchitectureAndGPUPools(t *testing.T) {
 // dropped, those offerings are avoided for a while, and the next plan falls back:
 // here from a spot-only NodePool to an on-demand one of lower weight.
 func TestInsufficientCapacityFallsBack(t *testing.T) {
-	nc := simNodeClass("scarce")
-	nc.Spec.UnavailableOfferings = []v1alpha1.Offering{{InstanceType: "m5.large", CapacityType: v1.CapacityTypeSpot}}
+	nc := nodeClass("scarce")
 	onlyM5 := v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large"}}
 	weight := int32(50)
 	create(t, nc,
@@ -94,6 +93,7 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{onlyM5,
 				{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
 		}))
+	provider.withoutCapacity(t, nc, v1alpha1.Offering{InstanceType: "m5.large", CapacityType: v1.CapacityTypeSpot})
 	create(t, deployment("scarce", 1, "500m", "512Mi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "scarce"} }))
 	for _, n := range nodesOf(t, "scarce", 1) {
 		if n.Labels[v1.NodePoolLabelKey] != "scarce-on-demand" || n.Labels[v1.CapacityTypeLabelKey] != v1.CapacityTypeOnDemand {
@@ -117,7 +117,7 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 // A pod no NodePool can ever hold gets an event saying why, and the controller
 // keeps serving the others.
 func TestImpossiblePodGetsAnEvent(t *testing.T) {
-	create(t, simNodeClass("huge"), nodePool("huge", "huge", func(np *v1.NodePool) {
+	create(t, nodeClass("huge"), nodePool("huge", "huge", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "huge"}
 	}))
 	onPool := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "huge"} }

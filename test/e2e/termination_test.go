@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/api/v1alpha1"
 )
 
 // runningOn waits for n pods of app to run and returns the nodes they run on.
@@ -62,7 +61,7 @@ func gone(ctx context.Context, o client.Object) bool {
 // Deleting a NodeClaim drains its node through the Eviction API, holds while a
 // PodDisruptionBudget says no, then removes the node and terminates the instance.
 func TestDeleteNodeClaimDrainsHonouringPDB(t *testing.T) {
-	create(t, simNodeClass("drain"), nodePool("drain", "drain", func(np *v1.NodePool) {
+	create(t, nodeClass("drain"), nodePool("drain", "drain", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "drain"}
 	}))
 	selectPool := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "drain"} }
@@ -114,14 +113,8 @@ func TestDeleteNodeClaimDrainsHonouringPDB(t *testing.T) {
 		claimGone := gone(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name}})
 		return nodeGone && claimGone, fmt.Sprintf("node gone %v, claim gone %v", nodeGone, claimGone)
 	})
-	instances := &v1alpha1.SimInstanceList{}
-	if err := kube.List(t.Context(), instances); err != nil {
-		t.Fatal(err)
-	}
-	for _, inst := range instances.Items {
-		if inst.Spec.NodeClaim == claim.Name {
-			t.Errorf("instance %s of the deleted claim still exists", inst.Name)
-		}
+	if exists, err := provider.hasInstance(t.Context(), claim); err != nil || exists {
+		t.Errorf("the instance of the deleted claim %s still exists (%v)", claim.Name, err)
 	}
 	after := runningOn(t, "guarded", 2)
 	if after[node] != 0 {
@@ -133,7 +126,7 @@ func TestDeleteNodeClaimDrainsHonouringPDB(t *testing.T) {
 // and log agent) goes once its claim is deleted: those pods are left to go with
 // the node, not evicted and waited for while their DaemonSet puts them back.
 func TestTerminationAroundTolerateEverythingDaemonSets(t *testing.T) {
-	create(t, simNodeClass("tolerant"), nodePool("tolerant", "tolerant", func(np *v1.NodePool) {
+	create(t, nodeClass("tolerant"), nodePool("tolerant", "tolerant", func(np *v1.NodePool) {
 		np.Spec.Template.Labels = map[string]string{"pool": "tolerant"}
 	}))
 	create(t, deployment("tolerant", 1, "500m", "512Mi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "tolerant"} }))
@@ -170,14 +163,8 @@ func TestTerminationAroundTolerateEverythingDaemonSets(t *testing.T) {
 		claimGone := gone(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name}})
 		return nodeGone && claimGone, fmt.Sprintf("node gone %v, claim gone %v", nodeGone, claimGone)
 	})
-	instances := &v1alpha1.SimInstanceList{}
-	if err := kube.List(t.Context(), instances); err != nil {
-		t.Fatal(err)
-	}
-	for _, inst := range instances.Items {
-		if inst.Spec.NodeClaim == claim.Name {
-			t.Errorf("instance %s of the deleted claim still exists", inst.Name)
-		}
+	if exists, err := provider.hasInstance(t.Context(), claim); err != nil || exists {
+		t.Errorf("the instance of the deleted claim %s still exists (%v)", claim.Name, err)
 	}
 	// The application moved to a new node.
 	if after := runningOn(t, "tolerant", 1); after[node] != 0 {

@@ -3,6 +3,8 @@
 package sandbox
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +12,17 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
+	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/pkg/operator"
 )
 
 func TestSandboxDemo(t *testing.T) {
@@ -80,4 +92,93 @@ func processesUsing(dir string) []string {
 		found = append(found, e.Name()+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 	return found
+}
+
+// `sandbox up --cloud aws`: the fake AWS runs beside the control plane, the
+// default EC2NodeClass resolves against it, a pending pod gets an EC2 instance
+// whose kubelet registers the Node it runs on, and down leaves nothing behind.
+func TestSandboxOnFakeAWS(t *testing.T) {
+	tailor := testenv.BuildTailor(t)
+	dir := filepath.Join(t.TempDir(), "sandbox")
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tailor, append(args, "--dir", dir)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tailor %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() { _ = exec.Command(tailor, "sandbox", "down", "--dir", dir).Run() })
+
+	if out, err := exec.Command(tailor, "sandbox", "up", "--cloud", "gcp", "--dir", dir).CombinedOutput(); err == nil || !strings.Contains(string(out), `cloud "gcp"`) {
+		t.Errorf("sandbox up --cloud gcp: %v, want a non-zero exit naming the cloud:\n%s", err, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("sandbox up --cloud gcp made %s", dir)
+	}
+
+	run("sandbox", "up", "--cloud", "aws")
+	status := run("sandbox", "status")
+	for _, c := range []string{"kwok", "fake-aws", "tailor-controller"} {
+		if !strings.Contains(status, c) || strings.Contains(status, c+" stopped") {
+			t.Errorf("status does not show %s running:\n%s", c, status)
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+	}
+	if err := kube.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	last := ""
+	err = wait.PollUntilContextTimeout(t.Context(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("pod %s on %q", pod.Status.Phase, pod.Spec.NodeName)
+		return pod.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		nc := &awsv1.EC2NodeClass{}
+		_ = kube.Get(t.Context(), client.ObjectKey{Name: "default"}, nc)
+		t.Fatalf("the pod does not run: %s; EC2NodeClass default conditions %v", last, nc.Status.Conditions)
+	}
+	node := &corev1.Node{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(node.Spec.ProviderID, "aws:///us-east-1") || node.Labels[v1.NodePoolLabelKey] != "default" {
+		t.Errorf("node %s (provider ID %q, labels %v) is not an EC2 instance of NodePool default", node.Name, node.Spec.ProviderID, node.Labels)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), claims); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 1 || claims.Items[0].Spec.NodeClassRef.Kind != "EC2NodeClass" || claims.Items[0].Status.NodeName != node.Name {
+		t.Errorf("want one NodeClaim of the EC2NodeClass for node %s, got %d: %+v", node.Name, len(claims.Items), claims.Items)
+	}
+
+	run("sandbox", "down")
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("sandbox directory %s left behind", dir)
+	}
+	if left := processesUsing(dir); len(left) > 0 {
+		t.Errorf("processes left after sandbox down:\n%s", strings.Join(left, "\n"))
+	}
 }

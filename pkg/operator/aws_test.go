@@ -20,75 +20,11 @@ import (
 // server: a pending pod gets a NodeClaim launched as an EC2 instance, and deleting
 // the NodeClaim terminates the instance.
 func TestAWSProviderLaunchesAndTerminates(t *testing.T) {
-	fake, err := fakeaws.New(fakeaws.Options{TerminationDelay: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	cluster := fake.Cluster().Name
-	cfg := fake.AWSConfig()
-
-	opts := DefaultOptions()
-	opts.CloudProvider = "aws"
-	opts.AWS.ClusterName, opts.AWS.Region, opts.AWS.Config = cluster, fake.Region(), &cfg
-	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, "0", "0"
-	opts.BatchIdle, opts.BatchMax = 100*time.Millisecond, time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, env.cluster.Config, opts) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	})
-
+	fake := startFakeAWS(t, fakeaws.Options{TerminationDelay: 100 * time.Millisecond})
+	cluster := runAWSController(t, fake, nil)
 	kube := env.kube
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "aws-e2e"},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
-			Role:                       "KarpenterNodeRole-" + cluster,
-		},
-	}
-	pool := &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "aws-e2e"},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nc.Name},
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{
-				{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge"}},
-				{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{"on-demand"}},
-			},
-		}}},
-	}
-	for _, o := range []client.Object{nc, pool} {
-		if err := kube.Create(t.Context(), o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = kube.Delete(context.Background(), o) })
-	}
-
-	ns := newNamespace(t)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
-	}
-	if err := kube.Create(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-	// No scheduler runs: mark the pod unschedulable as kube-scheduler would.
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Now()}}
-	if err := kube.Status().Update(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
+	nc, pool := awsNodePool(t, "aws-e2e", cluster, v1.CapacityTypeOnDemand)
+	pod := unschedulablePod(t, newNamespace(t), "web")
 
 	var claim v1.NodeClaim
 	var instanceID string
@@ -165,4 +101,97 @@ func errString(err error) string {
 		return "found"
 	}
 	return err.Error()
+}
+
+// startFakeAWS serves a fake AWS for the test.
+func startFakeAWS(t *testing.T, opts fakeaws.Options) *fakeaws.Server {
+	t.Helper()
+	fake, err := fakeaws.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	return fake
+}
+
+// runAWSController runs the controller with the aws provider against fake until
+// the test ends, and returns the fake's cluster name; edit changes its options.
+func runAWSController(t *testing.T, fake *fakeaws.Server, edit func(*Options)) string {
+	t.Helper()
+	cluster := fake.Cluster().Name
+	cfg := fake.AWSConfig()
+	opts := DefaultOptions()
+	opts.CloudProvider = "aws"
+	opts.AWS.ClusterName, opts.AWS.Region, opts.AWS.Config = cluster, fake.Region(), &cfg
+	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, "0", "0"
+	opts.BatchIdle, opts.BatchMax = 100*time.Millisecond, time.Second
+	if edit != nil {
+		edit(&opts)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, env.cluster.Config, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	})
+	return cluster
+}
+
+// awsNodePool creates an EC2NodeClass as Karpenter's examples have it and a
+// NodePool of m5.large and m5.xlarge of the capacity type on it, both named name.
+func awsNodePool(t *testing.T, name, cluster, capacityType string) (*awsv1.EC2NodeClass, *v1.NodePool) {
+	t.Helper()
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: awsv1.EC2NodeClassSpec{
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
+			Role:                       "KarpenterNodeRole-" + cluster,
+		},
+	}
+	pool := &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nc.Name},
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge"}},
+				{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{capacityType}},
+			},
+		}}},
+	}
+	for _, o := range []client.Object{nc, pool} {
+		if err := env.kube.Create(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.kube.Delete(context.Background(), o) })
+	}
+	return nc, pool
+}
+
+// unschedulablePod creates a pod of 1 cpu and 1Gi marked unschedulable, as the
+// kube-scheduler (which does not run here) would mark it.
+func unschedulablePod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "app",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+	}
+	if err := env.kube.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Now()}}
+	if err := env.kube.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
 }

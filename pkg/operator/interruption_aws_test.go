@@ -1,19 +1,15 @@
 package operator
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/fakeaws"
 	awscloud "github.com/nodetailor/tailor/pkg/cloudprovider/aws"
@@ -31,76 +27,15 @@ func TestAWSSpotInterruption(t *testing.T) {
 	prev := metrics.Registry
 	metrics.Registry = prometheus.NewRegistry()
 	t.Cleanup(func() { metrics.Registry = prev })
-	fake, err := fakeaws.New(fakeaws.Options{Seed: 0x5907, TerminationDelay: 100 * time.Millisecond, InterruptionDelay: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	cluster := fake.Cluster().Name
-	cfg := fake.AWSConfig()
-
-	opts := DefaultOptions()
-	opts.CloudProvider = "aws"
-	opts.AWS.ClusterName, opts.AWS.Region, opts.AWS.Config = cluster, fake.Region(), &cfg
-	opts.AWS.InterruptionQueue = fake.InterruptionQueue()
-	opts.skipNameValidation = true
-	opts.InterruptionInterval = 200 * time.Millisecond
-	opts.LeaderElection, opts.MetricsAddr, opts.HealthAddr = false, "0", "0"
-	opts.BatchIdle, opts.BatchMax = 100*time.Millisecond, time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, env.cluster.Config, opts) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
-		}
+	fake := startFakeAWS(t, fakeaws.Options{Seed: 0x5907, TerminationDelay: 100 * time.Millisecond, InterruptionDelay: time.Hour})
+	cluster := runAWSController(t, fake, func(opts *Options) {
+		opts.AWS.InterruptionQueue = fake.InterruptionQueue()
+		opts.skipNameValidation = true
+		opts.InterruptionInterval = 200 * time.Millisecond
 	})
-
 	kube := env.kube
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "aws-spot"},
-		Spec: awsv1.EC2NodeClassSpec{
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
-			Role:                       "KarpenterNodeRole-" + cluster,
-		},
-	}
-	pool := &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "aws-spot"},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nc.Name},
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{
-				{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge"}},
-				{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{"spot"}},
-			},
-		}}},
-	}
-	for _, o := range []client.Object{nc, pool} {
-		if err := kube.Create(t.Context(), o); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = kube.Delete(context.Background(), o) })
-	}
-	ns := newNamespace(t)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "batch", Namespace: ns},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "batch", Image: "busybox",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
-	}
-	if err := kube.Create(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-		Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Now()}}
-	if err := kube.Status().Update(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
+	nc, pool := awsNodePool(t, "aws-spot", cluster, v1.CapacityTypeSpot)
+	pod := unschedulablePod(t, newNamespace(t), "batch")
 
 	// launched is a launched NodeClaim of the pool, not deleting, not in old.
 	launched := func(old map[string]bool) (v1.NodeClaim, bool) {
@@ -129,7 +64,7 @@ func TestAWSSpotInterruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, func() (bool, string) {
-		return hasEvent(t, claim.Name, awscloud.KindRebalanceRecommendation) && fake.QueueDepth(opts.AWS.InterruptionQueue) == 0,
+		return hasEvent(t, claim.Name, awscloud.KindRebalanceRecommendation) && fake.QueueDepth(fake.InterruptionQueue()) == 0,
 			"no RebalanceRecommendation event on NodeClaim " + claim.Name
 	})
 	before := &v1.NodeClaimList{}
@@ -152,7 +87,7 @@ func TestAWSSpotInterruption(t *testing.T) {
 		return gone && hasEvent(t, claim.Name, awscloud.KindSpotInterruption),
 			fmt.Sprintf("NodeClaim %s not deleted with a SpotInterruption event (lookup: %s)", claim.Name, errString(err))
 	})
-	if depth := fake.QueueDepth(opts.AWS.InterruptionQueue); depth != 0 {
+	if depth := fake.QueueDepth(fake.InterruptionQueue()); depth != 0 {
 		t.Errorf("%d messages left on the interruption queue", depth)
 	}
 

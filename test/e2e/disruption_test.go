@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -129,35 +130,11 @@ func freshPlan(t *testing.T, pool string, apps ...string) (*scheduling.Plan, []*
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: np, InstanceTypes: its}}}
-	// The cluster's DaemonSets (kube-proxy, log agents) run on every new node, as the
-	// controller plans them.
-	dss := &appsv1.DaemonSetList{}
-	if err := kube.List(t.Context(), dss); err != nil {
-		t.Fatal(err)
-	}
-	for i := range dss.Items {
-		ds := &dss.Items[i]
-		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
-		p.Name, p.Namespace = ds.Name, ds.Namespace
-		in.DaemonSets = append(in.DaemonSets, p)
-	}
+	var selectors []client.MatchingLabels
 	for _, app := range apps {
-		pods := &corev1.PodList{}
-		if err := kube.List(t.Context(), pods, client.MatchingLabels{"app": app}); err != nil {
-			t.Fatal(err)
-		}
-		for i := range pods.Items {
-			p := pods.Items[i].DeepCopy()
-			p.Spec.NodeName = ""
-			in.Pods = append(in.Pods, p)
-		}
+		selectors = append(selectors, client.MatchingLabels{"app": app})
 	}
-	// In the order the controller's snapshot has them.
-	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	plan, err := scheduling.Solve(in, scheduling.Options{})
+	plan, err := testenv.FreshPlan(t.Context(), kube, np, its, selectors...)
 	if err != nil {
 		t.Fatal(err)
 	}

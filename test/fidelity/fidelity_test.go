@@ -259,30 +259,7 @@ func freshPlan(t *testing.T, np *v1.NodePool) (*scheduling.Plan, []*scheduling.I
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: np, InstanceTypes: its}}}
-	dss := &appsv1.DaemonSetList{}
-	if err := kube.List(t.Context(), dss); err != nil {
-		t.Fatal(err)
-	}
-	for i := range dss.Items {
-		ds := &dss.Items[i]
-		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
-		p.Name, p.Namespace = ds.Name, ds.Namespace
-		in.DaemonSets = append(in.DaemonSets, p)
-	}
-	pods, err := workloadPods(t.Context(), np.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range pods {
-		p := pods[i].DeepCopy()
-		p.Spec.NodeName = ""
-		in.Pods = append(in.Pods, p)
-	}
-	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	plan, err := scheduling.Solve(in, scheduling.Options{})
+	plan, err := testenv.FreshPlan(t.Context(), kube, np, its, client.MatchingLabels{"workload": np.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

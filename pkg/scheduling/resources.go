@@ -69,6 +69,16 @@ func (r *Resources) Set(i int, v int64) {
 	r.more = more
 }
 
+// Equal reports whether r and o hold the same amounts in the first n positions.
+func (r *Resources) Equal(o *Resources, n int) bool {
+	for i := range n {
+		if r.At(i) != o.At(i) {
+			return false
+		}
+	}
+	return true
+}
+
 // IsZero reports whether every amount is zero.
 func (r *Resources) IsZero() bool {
 	return r.fast == [fastResources]int64{} && !slices.ContainsFunc(r.more, func(v int64) bool { return v != 0 })

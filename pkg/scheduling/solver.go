@@ -771,7 +771,7 @@ func (s *solver) computeDemand() {
 			if ps.unavailable == "" && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
 				if ps.demandN == 0 {
 					ps.uniform, ps.firstReq = true, c.req
-				} else if ps.uniform && !sameResources(&ps.firstReq, &c.req, s.n) {
+				} else if ps.uniform && !ps.firstReq.Equal(&c.req, s.n) {
 					ps.uniform = false
 				}
 				ps.demand.add(&c.req, s.n)
@@ -831,15 +831,6 @@ func wholePods(alloc, req *Resources, n int) int64 {
 		}
 	}
 	return max(most, 0)
-}
-
-func sameResources(a, b *Resources, n int) bool {
-	for r := range n {
-		if a.At(r) != b.At(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // run places every pod, retrying the ones that failed while others keep landing

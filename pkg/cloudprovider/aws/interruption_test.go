@@ -20,7 +20,9 @@ import (
 func TestInterruptionQueue(t *testing.T) {
 	t.Parallel()
 	// A seed of its own: instance IDs must not collide with other tests' claims.
-	e := newTestEnv(t, fakeaws.Options{Seed: 0x13013, InterruptionDelay: time.Hour})
+	// Nothing may change state on its own while a case runs: a stopping
+	// instance that became stopped mid-receive would post a second event.
+	e := newTestEnv(t, fakeaws.Options{Seed: 0x13013, InterruptionDelay: time.Hour, TerminationDelay: time.Hour})
 	nc := e.nodeClass(t, nil)
 	spot := []v1.NodeSelectorRequirementWithMinValues{req(v1.LabelInstanceType, "m5.large"), req(v1.CapacityTypeLabelKey, "spot")}
 

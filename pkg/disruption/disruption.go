@@ -39,6 +39,12 @@ type Input struct {
 	// during a cut-over): it is never disrupted, and does not count in budgets. Nil
 	// means every claim is Tailor's (a simulation).
 	Manages func(*v1.NodeClaim) bool
+	// InFlight names the claims of commands already decided and not yet done
+	// (waiting for validation or for their replacements): they count against
+	// budgets, are not candidates again, and their pods are counted as needing a
+	// place, so that several commands can be in flight at once without two of
+	// them counting on the same room.
+	InFlight map[string]bool
 	Options Options
 }
 
@@ -87,6 +93,10 @@ type Command struct {
 	Kind         Kind
 	Candidates   []*Candidate
 	Replacements []*scheduling.NewNode
+	// Refill marks the drift of a busy node of a static NodePool: the pool's own
+	// controller launches its replacement from the template once the node is
+	// tainted, and the command waits for it before the node goes.
+	Refill bool
 	// Savings is the price per hour the command takes off the cluster (negative for
 	// a drift replacement that costs more).
 	Savings float64
@@ -94,7 +104,7 @@ type Command struct {
 
 // Decision reports "delete" or "replace", as Karpenter's metrics do.
 func (c *Command) Decision() string {
-	if len(c.Replacements) == 0 {
+	if len(c.Replacements) == 0 && !c.Refill {
 		return "delete"
 	}
 	return "replace"
@@ -106,6 +116,9 @@ func (c *Command) String() string {
 		names[i] = cand.Node.Node.Name
 	}
 	s := fmt.Sprintf("%s %s (%s) of %s", c.Decision(), c.Reason, c.Kind, strings.Join(names, ", "))
+	if c.Refill {
+		s += " with a node of static NodePool " + c.Candidates[0].Pool.NodePool.Name
+	}
 	if len(c.Replacements) > 0 {
 		types := make([]string, len(c.Replacements))
 		for i, r := range c.Replacements {
@@ -207,6 +220,9 @@ type decider struct {
 	// needed are the nodes pending pods would be placed on: taking them away would
 	// only have new ones launched for those pods.
 	needed map[*scheduling.Node]string
+	// leaving are the nodes in-flight commands (or another controller) are taking
+	// away: no destination, and their pods need a place.
+	leaving map[*scheduling.Node]bool
 }
 
 type pdb struct {
@@ -244,25 +260,13 @@ func newDecider(in *Input) *decider {
 		cp.Requests = requests(n.Pods)
 		d.nodes[i] = &cp
 	}
-	initialized := map[string]bool{} // by provider ID, every claim's, foreign ones too
-	for _, nc := range in.Claims {
-		if id := nc.Status.ProviderID; id != "" {
-			initialized[id] = meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized)
-		}
-	}
 	nodes := map[string]*scheduling.Node{}
 	for _, n := range d.nodes {
-		if n.Launching {
-			continue
-		}
-		id := n.Node.Spec.ProviderID
-		if id != "" {
+		if id := n.Node.Spec.ProviderID; id != "" && !n.Launching {
 			nodes[id] = n
 		}
-		if up, ok := initialized[id]; (!ok || up) && !notReady(n.Node) {
-			d.dests = append(d.dests, n)
-		}
 	}
+	d.leaving = map[*scheduling.Node]bool{}
 	total, disrupting := map[string]int{}, map[string]int{}
 	for _, nc := range in.Claims {
 		if in.Manages != nil && !in.Manages(nc) {
@@ -278,8 +282,12 @@ func newDecider(in *Input) *decider {
 			total[pool]++ // replacements still coming up do not widen percentages
 		}
 		switch {
-		case nc.DeletionTimestamp != nil, node == nil, hasTaint(node.Node, v1.DisruptedNoScheduleTaint):
+		case nc.DeletionTimestamp != nil, node == nil:
 			disrupting[pool]++
+			continue
+		case hasTaint(node.Node, v1.DisruptedNoScheduleTaint), in.InFlight[nc.Name]:
+			disrupting[pool]++
+			d.leaving[node] = true
 			continue
 		case !up:
 			// Coming up, or stuck: the lifecycle's initialization timeout removes it.
@@ -302,8 +310,9 @@ func newDecider(in *Input) *decider {
 			d.allowed[name][r] = Allowed(p.NodePool.Spec.Disruption.Budgets, r, in.Now, total[name], disrupting[name])
 		}
 	}
+	d.dests = d.destinations()
+	d.needed = d.settle()
 	d.quick = newQuick(d.dests, in.Cluster.NodePools)
-	d.needed = d.neededNodes()
 	slices.SortStableFunc(d.candidates, func(a, b *Candidate) int {
 		if a.cost != b.cost {
 			if a.cost < b.cost {
@@ -457,27 +466,91 @@ func requests(pods []*corev1.Pod) corev1.ResourceList {
 	return out
 }
 
-// neededNodes places the pending pods (and those of nodes going away) on the cluster
-// as it is, and returns the nodes they would go to.
-func (d *decider) neededNodes() map[*scheduling.Node]string {
+// destinations are the nodes a candidate's pods may move to: up, ready, and not
+// leaving.
+func (d *decider) destinations() []*scheduling.Node {
+	initialized := map[string]bool{} // by provider ID, every claim's, foreign ones too
+	for _, nc := range d.in.Claims {
+		if id := nc.Status.ProviderID; id != "" {
+			initialized[id] = meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized)
+		}
+	}
+	var dests []*scheduling.Node
+	for _, n := range d.nodes {
+		if n.Launching || d.leaving[n] {
+			continue
+		}
+		if up, ok := initialized[n.Node.Spec.ProviderID]; (!ok || up) && !notReady(n.Node) {
+			dests = append(dests, n)
+		}
+	}
+	return dests
+}
+
+// settle places the pods that need a place (pending ones, those of nodes being
+// deleted, and those of leaving nodes) on the cluster as it is, and returns the
+// nodes they would go to: taking one away would only have a new node launched for
+// them. The room they take on destinations is reserved there, so that no
+// consolidation counts on it.
+func (d *decider) settle() map[*scheduling.Node]string {
 	needed := map[*scheduling.Node]string{}
-	if len(d.in.Cluster.Pods) == 0 {
+	pods := slices.Clip(d.in.Cluster.Pods)
+	var nodes []*scheduling.Node
+	for _, n := range d.nodes {
+		if !d.leaving[n] {
+			nodes = append(nodes, n)
+			continue
+		}
+		for _, p := range n.Pods {
+			if scheduling.Reschedulable(p) {
+				cp := *p
+				cp.Spec.NodeName = ""
+				pods = append(pods, &cp)
+			}
+		}
+	}
+	if len(pods) == 0 {
 		return needed
 	}
 	in := *d.in.Cluster
-	in.Nodes = d.nodes
+	in.Pods, in.Nodes = pods, nodes
 	plan, err := scheduling.Solve(&in, d.opts.Scheduling)
 	if err != nil {
 		return needed
 	}
-	byName := make(map[string]*scheduling.Node, len(d.nodes))
-	for _, n := range d.nodes {
+	byName := make(map[string]*scheduling.Node, len(nodes))
+	for _, n := range nodes {
 		byName[n.Node.Name] = n
 	}
+	dest := make(map[*scheduling.Node]bool, len(d.dests))
+	for _, n := range d.dests {
+		dest[n] = true
+	}
 	for _, b := range plan.Bindings {
-		if n := byName[b.Node]; n != nil && needed[n] == "" {
+		n := byName[b.Node]
+		if n == nil {
+			continue
+		}
+		if needed[n] == "" {
 			needed[n] = fmt.Sprintf("pending pod %s/%s would run on it", b.Pod.Namespace, b.Pod.Name)
+		}
+		if dest[n] {
+			reserve(n, b.Pod)
 		}
 	}
 	return needed
+}
+
+// reserve counts p on n (a decider's own copy) as if it ran there.
+func reserve(n *scheduling.Node, p *corev1.Pod) {
+	cp := *p
+	cp.Spec.NodeName = n.Node.Name
+	n.Pods = append(slices.Clip(n.Pods), &cp)
+	sum := n.Requests.DeepCopy()
+	for name, q := range scheduling.PodRequests(p) {
+		v := sum[name]
+		v.Add(q)
+		sum[name] = v
+	}
+	n.Requests = sum
 }

@@ -493,8 +493,17 @@ func TestStaticNodePoolsAreNotConsolidated(t *testing.T) {
 	}
 	c.pool.Spec.Replicas = ptr(int64(4))
 	c.pool.Annotations[v1.NodePoolHashAnnotationKey] = "h2"
-	if cmd := Decide(c.in).Command; cmd == nil || cmd.Reason != v1.DisruptionReasonDrifted {
-		t.Fatalf("static pool drifted: want drift, got %v", cmd)
+	empty := Decide(c.in).Command
+	if empty == nil || empty.Reason != v1.DisruptionReasonDrifted || len(empty.Candidates) != 2 || empty.Decision() != "delete" {
+		t.Fatalf("static pool drifted: want its two empty nodes deleted (the pool refills them), got %v", empty)
+	}
+	// While those are in flight, a busy node is replaced within the pool: its
+	// controller launches a node of the template, not whatever a plan would choose
+	// for the pods (static pools take no pending pods).
+	c.in.InFlight = map[string]bool{empty.Candidates[0].Claim.Name: true, empty.Candidates[1].Claim.Name: true}
+	busy := Decide(c.in).Command
+	if busy == nil || !busy.Refill || len(busy.Replacements) != 0 || busy.Decision() != "replace" || len(busy.Candidates) != 1 || len(busy.Candidates[0].Pods) != 1 {
+		t.Fatalf("static pool drifted: want one busy node replaced by the pool's refill, got %v", busy)
 	}
 }
 

@@ -76,6 +76,11 @@ func (d *decider) drift(dec *Decision) *Command {
 		return empty
 	}
 	for _, c := range busy {
+		if c.Pool.NodePool.IsStatic() {
+			// A static pool's replacement is its own: a node of its template, which
+			// the pool's pods were placed for, whatever a plan would choose.
+			return &Command{Reason: v1.DisruptionReasonDrifted, Kind: KindDrift, Candidates: []*Candidate{c}, Refill: true}
+		}
 		plan, err := d.simulate([]*Candidate{c})
 		if err != nil || len(plan.Unschedulable) > 0 {
 			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, unschedulable(plan, err), c})

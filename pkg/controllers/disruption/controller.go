@@ -1,14 +1,17 @@
 // Package disruption carries out the disruption decisions of pkg/disruption: every
-// few seconds it reads the cluster, asks for the next command, checks it again after
-// a pause (consolidation), taints the candidates karpenter.sh/disrupted:NoSchedule,
-// launches their replacements, waits for them to initialize (rolling back if they do
-// not), and deletes the candidates through termination.
+// few seconds it reads the cluster and asks for the next command. Each command is
+// carried out in the background: checked again after a pause (consolidation), its
+// candidates tainted karpenter.sh/disrupted:NoSchedule, their replacements launched
+// and waited for (rolled back if they do not initialize), the candidates deleted
+// through termination. Meanwhile later passes decide further commands, within
+// budgets, with the commands in flight taken into account.
 package disruption
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,37 +79,57 @@ type Controller struct {
 	// blocked remembers the last reason reported per node, so a blocked node gets
 	// one event per reason rather than one per pass.
 	blocked map[string]string
+
+	// inFlight are the claims of commands decided and not yet done, and of commands
+	// done until the cache shows their claims deleted: a pass reading a cache that
+	// lags the deletions must not take them for candidates again.
+	mu       sync.Mutex
+	inFlight map[string]bool
+	running  sync.WaitGroup
 }
 
 // NewController returns the controller; Start runs it.
 func NewController(kube client.Client, reader client.Reader, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types provisioning.InstanceTypes,
 	recorder record.EventRecorder, clk clock.Clock, opts Options, wake func()) *Controller {
 	return &Controller{kube: kube, reader: reader, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts,
-		wake: wake, blocked: map[string]string{}}
+		wake: wake, blocked: map[string]string{}, inFlight: map[string]bool{}}
 }
 
-// Start runs passes until ctx ends.
+// Start runs passes until ctx ends, then waits for the commands in flight (each
+// rolls back what it cannot finish).
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
+	defer c.Wait()
+	pause := c.opts.Interval
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-c.clock.After(c.opts.Interval):
+		case <-c.clock.After(pause):
 		}
-		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+		cmd, err := c.Pass(ctx)
+		if err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "disruption pass")
+		}
+		// A pass that found work looks again soon: there may be more within budgets.
+		pause = c.opts.Interval
+		if cmd != nil {
+			pause = min(pause, time.Second)
 		}
 	}
 }
 
-// Pass decides and carries out at most one command, which it returns.
+// Wait blocks until every command in flight is done.
+func (c *Controller) Wait() { c.running.Wait() }
+
+// Pass decides at most one command and starts carrying it out in the background;
+// it returns the command. Wait waits for it.
 func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 	ctx = cpmetrics.WithController(ctx, ControllerName)
 	if err := c.releaseStale(ctx); err != nil {
 		return nil, err
 	}
-	in, err := c.input(ctx)
+	in, err := c.input(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -139,32 +162,110 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 	if cmd == nil {
 		return nil, nil
 	}
+	c.track(cmd)
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		done, err := c.carryOut(ctx, cmd)
+		c.untrack(cmd, done)
+		if err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "disruption")
+		}
+	}()
+	return cmd, nil
+}
+
+// carryOut validates a consolidation after the delay, on fresh state, then
+// executes the command; it reports whether the candidates were deleted.
+func (c *Controller) carryOut(ctx context.Context, cmd *disrupt.Command) (bool, error) {
 	if cmd.Reason != v1.DisruptionReasonDrifted && c.opts.ValidationDelay > 0 {
 		select {
 		case <-ctx.Done():
-			return nil, nil
+			return false, nil
 		case <-c.clock.After(c.opts.ValidationDelay):
 		}
-		if in, err = c.input(ctx); err != nil {
-			return nil, err
+		in, err := c.input(ctx, cmd)
+		if err != nil {
+			return false, err
 		}
-		if cmd, err = disrupt.Validate(in, cmd); err != nil {
-			log.FromContext(ctx).Info("dropping a stale decision", "reason", err.Error())
-			return nil, nil
+		fresh, err := disrupt.Validate(in, cmd)
+		if err != nil {
+			log.FromContext(ctx).Info("dropping a stale decision", "command", cmd.String(), "reason", err.Error())
+			return false, nil
 		}
-		log.FromContext(ctx).V(1).Info("decision still holds after the validation delay", "command", cmd.String())
+		log.FromContext(ctx).V(1).Info("decision still holds after the validation delay", "command", fresh.String())
+		cmd = fresh
 	}
-	return cmd, c.execute(ctx, cmd)
+	if err := c.execute(ctx, cmd); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
-// input reads what a decision needs.
-func (c *Controller) input(ctx context.Context) (*disrupt.Input, error) {
+// track marks the command's claims in flight.
+func (c *Controller) track(cmd *disrupt.Command) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cand := range cmd.Candidates {
+		c.inFlight[cand.Claim.Name] = true
+	}
+}
+
+// untrack ends a command: a command that deleted its claims keeps them in flight
+// until the cache shows them deleted (see inFlightExcept); one that did not lets
+// them go at once.
+func (c *Controller) untrack(cmd *disrupt.Command, deleted bool) {
+	if deleted {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cand := range cmd.Candidates {
+		delete(c.inFlight, cand.Claim.Name)
+	}
+}
+
+func (c *Controller) isInFlight(claim string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inFlight[claim]
+}
+
+// inFlightExcept returns the claims in flight, but for own's, first forgetting
+// claims the snapshot shows deleting or gone.
+func (c *Controller) inFlightExcept(claims []*v1.NodeClaim, own *disrupt.Command) map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	present := make(map[string]bool, len(claims))
+	for _, nc := range claims {
+		present[nc.Name] = nc.DeletionTimestamp == nil
+	}
+	out := map[string]bool{}
+	for name := range c.inFlight {
+		if !present[name] {
+			delete(c.inFlight, name)
+			continue
+		}
+		out[name] = true
+	}
+	if own != nil {
+		for _, cand := range own.Candidates {
+			delete(out, cand.Claim.Name)
+		}
+	}
+	return out
+}
+
+// input reads what a decision needs; own is the command being validated, whose
+// claims are not in flight for its own validation.
+func (c *Controller) input(ctx context.Context, own *disrupt.Command) (*disrupt.Input, error) {
 	snap, err := c.cluster.Snapshot(ctx, func(np *v1.NodePool) ([]*scheduling.InstanceType, error) { return c.types(ctx, np) })
 	if err != nil {
 		return nil, err
 	}
 	in := &disrupt.Input{Now: c.clock.Now(), Cluster: snap.Input, Claims: snap.Claims, PDBs: snap.PDBs,
-		ProviderDrift: map[string]string{}, Manages: c.manages, Options: disrupt.Options{MinSavings: c.opts.MinSavings, SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation,
+		ProviderDrift: map[string]string{}, Manages: c.manages, InFlight: c.inFlightExcept(snap.Claims, own),
+		Options: disrupt.Options{MinSavings: c.opts.MinSavings, SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation,
 			Scheduling: c.opts.Scheduling}}
 	for _, nc := range snap.Claims {
 		if nc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) || !c.manages(nc) {
@@ -255,6 +356,11 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 	if err := c.waitInitialized(ctx, replacements); err != nil {
 		return rollback(replacements, err)
 	}
+	if cmd.Refill {
+		if err := c.waitRefilled(ctx, cmd.Candidates[0].Pool.NodePool.Name); err != nil {
+			return rollback(nil, err)
+		}
+	}
 	for _, cand := range cmd.Candidates {
 		c.markDisrupting(ctx, cand.Claim, cmd.Reason)
 	}
@@ -309,6 +415,44 @@ func (c *Controller) waitInitialized(ctx context.Context, claims []*v1.NodeClaim
 	}
 }
 
+// waitRefilled waits until a static NodePool has its replicas in initialized
+// claims besides those of commands in flight: its controller launches a refill for
+// each node the commands tainted. Rolled back, the refill is the pool's surplus and
+// its controller deletes it.
+func (c *Controller) waitRefilled(ctx context.Context, pool string) error {
+	deadline := c.clock.Now().Add(c.opts.ReplacementTimeout)
+	for {
+		np := &v1.NodePool{}
+		if err := c.reader.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
+			return fmt.Errorf("reading static NodePool %s: %w", pool, err)
+		}
+		if np.Spec.Replicas == nil {
+			return fmt.Errorf("NodePool %s is no longer static", pool)
+		}
+		claims := &v1.NodeClaimList{}
+		if err := c.reader.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: pool}); err != nil {
+			return err
+		}
+		up := int64(0)
+		for _, nc := range claims.Items {
+			if nc.DeletionTimestamp == nil && !c.isInFlight(nc.Name) && meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+				up++
+			}
+		}
+		if up >= *np.Spec.Replicas {
+			return nil
+		}
+		if c.clock.Now().After(deadline) {
+			return fmt.Errorf("static NodePool %s has %d of %d nodes initialized after %s", pool, up, *np.Spec.Replicas, c.opts.ReplacementTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.clock.After(time.Second):
+		}
+	}
+}
+
 // setTaint adds or removes karpenter.sh/disrupted:NoSchedule.
 func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
 	node := &corev1.Node{}
@@ -344,8 +488,8 @@ func isDisrupted(t corev1.Taint) bool {
 }
 
 // releaseStale untaints nodes left tainted by a command that never finished (the
-// controller restarted mid-way): a node whose claim is not being deleted. A foreign
-// claim's taint is its own controller's business.
+// controller restarted mid-way): a node whose claim is neither being deleted nor in
+// a command in flight. A foreign claim's taint is its own controller's business.
 func (c *Controller) releaseStale(ctx context.Context) error {
 	nodes := &corev1.NodeList{}
 	if err := c.kube.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
@@ -360,7 +504,7 @@ func (c *Controller) releaseStale(ctx context.Context) error {
 		if err := c.kube.List(ctx, claims, client.MatchingFields{nodeclaim.ProviderIDIndex: n.Spec.ProviderID}); err != nil {
 			return err
 		}
-		if len(claims.Items) == 0 || claims.Items[0].DeletionTimestamp != nil || !c.manages(&claims.Items[0]) {
+		if len(claims.Items) == 0 || claims.Items[0].DeletionTimestamp != nil || !c.manages(&claims.Items[0]) || c.isInFlight(claims.Items[0].Name) {
 			continue
 		}
 		log.FromContext(ctx).Info("releasing a node left tainted by an unfinished disruption", "node", n.Name)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -26,6 +27,7 @@ import (
 	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+	disrupt "github.com/nodetailor/tailor/pkg/disruption"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 	"github.com/nodetailor/tailor/pkg/state"
@@ -160,6 +162,7 @@ func TestForeignClaimsAreLeftAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Wait()
 	if cmd == nil || len(cmd.Candidates) != 1 || cmd.Candidates[0].Claim.Name != "ours" {
 		t.Fatalf("want the empty claim of our own deleted, and only it, got %v", cmd)
 	}
@@ -285,11 +288,140 @@ func TestClaimConditions(t *testing.T) {
 	if err != nil || cmd == nil {
 		t.Fatalf("pass: %v, %v; want the empty node disrupted", cmd, err)
 	}
+	c.Wait()
 	got = read()
 	if got.DeletionTimestamp == nil {
 		t.Error("the disrupted claim was not deleted")
 	}
 	if cond := meta.FindStatusCondition(got.Status.Conditions, v1.ConditionTypeDisruptionReason); cond == nil || cond.Reason != string(cmd.Reason) {
 		t.Errorf("DisruptionReason %+v, want %s", cond, cmd.Reason)
+	}
+}
+
+// Commands do not wait for each other: while one waits out its validation delay,
+// the next pass decides another within the budget, and a budget the first uses up
+// holds the next back; both are carried out.
+func TestCommandsInFlightAtOnce(t *testing.T) {
+	kube, reader := manager(t)
+	ctx := t.Context()
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "parallel"}}
+	pool.Spec.Template.Spec.NodeClassRef = simClass
+	pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+	pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}}
+	if err := kube.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	cached := func(names ...string) {
+		eventually(t, fmt.Sprintf("the cache holds %v", names), func() bool {
+			for _, name := range names {
+				nc := &v1.NodeClaim{}
+				if kube.Get(ctx, client.ObjectKey{Name: name}, nc) != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{"first", "second", "third"} {
+			_ = kube.Delete(context.Background(), &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}})
+			_ = kube.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
+	node(t, kube, "first", "parallel", simClass)
+	cached("first")
+	types := schedtest.SyntheticTypes(4)
+	c := NewController(kube, reader, state.New(kube), fake.New(types),
+		func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil },
+		record.NewFakeRecorder(100), clock.RealClock{}, Options{ValidationDelay: 2 * time.Second, ReplacementTimeout: time.Minute}, nil)
+	names := func(cmd *disrupt.Command) []string {
+		var out []string
+		if cmd != nil {
+			for _, cand := range cmd.Candidates {
+				out = append(out, cand.Claim.Name)
+			}
+		}
+		return out
+	}
+	start := time.Now()
+	first, err := c.Pass(ctx)
+	if err != nil || !slices.Equal(names(first), []string{"first"}) {
+		t.Fatalf("first pass: %v, %v; want the empty node first", names(first), err)
+	}
+	if time.Since(start) > time.Second {
+		t.Errorf("the pass waited %s: it must not wait out the validation delay", time.Since(start))
+	}
+	node(t, kube, "second", "parallel", simClass)
+	node(t, kube, "third", "parallel", simClass)
+	cached("second", "third")
+	second, err := c.Pass(ctx)
+	if err != nil || len(names(second)) != 1 || slices.Contains(names(second), "first") {
+		t.Fatalf("second pass: %v, %v; want one more empty node (the budget of 2 has one left), not the one in flight", names(second), err)
+	}
+	if third, err := c.Pass(ctx); err != nil || third != nil {
+		t.Fatalf("third pass: %v, %v; want nothing while two commands use up the budget", names(third), err)
+	}
+	c.Wait()
+	for _, name := range append(names(first), names(second)...) {
+		nc := &v1.NodeClaim{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: name}, nc); client.IgnoreNotFound(err) != nil || (err == nil && nc.DeletionTimestamp == nil) {
+			t.Errorf("claim %s was not deleted: %v", name, err)
+		}
+	}
+}
+
+// A busy drifted node of a static NodePool is replaced within the pool: once it is
+// tainted the pool's controller launches a node of the template, and the node goes
+// only when that one is up.
+func TestStaticDriftWaitsForTheRefill(t *testing.T) {
+	kube, reader := manager(t)
+	ctx := t.Context()
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "fixed",
+		Annotations: map[string]string{v1.NodePoolHashAnnotationKey: "h1", v1.NodePoolHashVersionAnnotationKey: "v1"}}}
+	pool.Spec.Replicas = ptr.To(int64(1))
+	pool.Spec.Template.Spec.NodeClassRef = simClass
+	pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	if err := kube.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	node(t, kube, "fixed-old", "fixed", simClass)
+	stale := []byte(`{"metadata":{"annotations":{"` + v1.NodePoolHashAnnotationKey + `":"h0","` + v1.NodePoolHashVersionAnnotationKey + `":"v1"}}}`)
+	if err := kube.Patch(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "fixed-old"}}, client.RawPatch(types.MergePatchType, stale)); err != nil {
+		t.Fatal(err)
+	}
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fixed-web", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "fixed-old", Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}}}
+	if err := kube.Create(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(context.Background(), web, client.GracePeriodSeconds(0)) })
+	eventually(t, "the cache holds the drifted claim and its pod", func() bool {
+		nc, p := &v1.NodeClaim{}, &corev1.Pod{}
+		return kube.Get(ctx, client.ObjectKey{Name: "fixed-old"}, nc) == nil && nc.Annotations[v1.NodePoolHashAnnotationKey] == "h0" &&
+			meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) && kube.Get(ctx, client.ObjectKeyFromObject(web), p) == nil
+	})
+	types := schedtest.SyntheticTypes(4)
+	c := NewController(kube, reader, state.New(kube), fake.New(types),
+		func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil },
+		record.NewFakeRecorder(100), clock.RealClock{}, Options{ReplacementTimeout: time.Minute}, nil)
+	cmd, err := c.Pass(ctx)
+	if err != nil || cmd == nil || !cmd.Refill || cmd.Candidates[0].Claim.Name != "fixed-old" {
+		t.Fatalf("pass: %v, %v; want the busy drifted node replaced within its static pool", cmd, err)
+	}
+	eventually(t, "the drifted node tainted", func() bool {
+		n := &corev1.Node{}
+		return reader.Get(ctx, client.ObjectKey{Name: "fixed-old"}, n) == nil && slices.ContainsFunc(n.Spec.Taints, isDisrupted)
+	})
+	time.Sleep(1500 * time.Millisecond)
+	old := &v1.NodeClaim{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: "fixed-old"}, old); err != nil || old.DeletionTimestamp != nil {
+		t.Fatalf("the drifted node went before the pool's refill was up: %v", err)
+	}
+	// The pool's controller and the lifecycle would bring this up.
+	node(t, kube, "fixed-refill", "fixed", simClass)
+	c.Wait()
+	if err := reader.Get(ctx, client.ObjectKey{Name: "fixed-old"}, old); client.IgnoreNotFound(err) != nil || (err == nil && old.DeletionTimestamp == nil) {
+		t.Errorf("the drifted claim was not deleted once the refill was up: %v", err)
 	}
 }

@@ -45,7 +45,7 @@ type Input struct {
 	// place, so that several commands can be in flight at once without two of
 	// them counting on the same room.
 	InFlight map[string]bool
-	Options Options
+	Options  Options
 }
 
 // Options tune the decisions.

@@ -132,6 +132,7 @@ func (c *Command) String() string {
 // Blocked is a node that was a candidate but is not being disrupted, and why.
 type Blocked struct {
 	Node      string
+	Kind      BlockKind
 	Reason    string
 	Candidate *Candidate
 }

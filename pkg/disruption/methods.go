@@ -15,24 +15,15 @@ func (d *decider) emptiness(dec *Decision) *Command {
 	cmd := &Command{Reason: v1.DisruptionReasonEmpty, Kind: KindEmpty}
 	taken := map[string]int{}
 	for _, c := range d.candidates {
-		if len(c.Pods) > 0 || !c.consolidatable {
+		if !c.eligible(v1.DisruptionReasonEmpty) {
 			continue
 		}
 		dec.Eligible[v1.DisruptionReasonEmpty]++
-		if why := c.blocked(false); why != "" {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
+		if b := d.check(c, v1.DisruptionReasonEmpty, taken); !b.ok() {
+			dec.blockedBy(c, b)
 			continue
 		}
-		if why := d.needed[c.Node]; why != "" {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
-			continue
-		}
-		pool := c.Pool.NodePool.Name
-		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonEmpty] {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonEmpty), c})
-			continue
-		}
-		taken[pool]++
+		taken[c.Pool.NodePool.Name]++
 		cmd.Candidates = append(cmd.Candidates, c)
 		cmd.Savings += c.Price
 	}
@@ -49,23 +40,16 @@ func (d *decider) drift(dec *Decision) *Command {
 	var busy []*Candidate
 	taken := map[string]int{}
 	for _, c := range d.candidates {
-		if c.drift == "" {
+		if !c.eligible(v1.DisruptionReasonDrifted) {
 			continue
 		}
 		dec.Eligible[v1.DisruptionReasonDrifted]++
-		// A claim with a terminationGracePeriod may be drained past do-not-disrupt
-		// pods and PDBs: the grace period bounds the wait (Karpenter v1).
-		if why := c.blocked(c.Claim.Spec.TerminationGracePeriod != nil); why != "" {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
-			continue
-		}
-		pool := c.Pool.NodePool.Name
-		if taken[pool] >= d.allowed[pool][v1.DisruptionReasonDrifted] {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonDrifted), c})
+		if b := d.check(c, v1.DisruptionReasonDrifted, taken); !b.ok() {
+			dec.blockedBy(c, b)
 			continue
 		}
 		if len(c.Pods) == 0 {
-			taken[pool]++
+			taken[c.Pool.NodePool.Name]++
 			empty.Candidates = append(empty.Candidates, c)
 			empty.Savings += c.Price
 			continue
@@ -83,7 +67,7 @@ func (d *decider) drift(dec *Decision) *Command {
 		}
 		plan, err := d.simulate([]*Candidate{c})
 		if err != nil || len(plan.Unschedulable) > 0 {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, unschedulable(plan, err), c})
+			dec.blockedBy(c, block{BlockNoBetterPlace, unschedulable(plan, err)})
 			continue
 		}
 		return &Command{Reason: v1.DisruptionReasonDrifted, Kind: KindDrift, Candidates: []*Candidate{c},
@@ -98,21 +82,13 @@ func (d *decider) consolidation(dec *Decision) *Command {
 	var cands []*Candidate
 	taken := map[string]int{}
 	for _, c := range d.candidates {
-		if c.Pool.NodePool.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || !c.consolidatable || len(c.Pods) == 0 {
+		if !c.eligible(v1.DisruptionReasonUnderutilized) {
 			continue
 		}
 		dec.Eligible[v1.DisruptionReasonUnderutilized]++
-		if why := c.blocked(false); why != "" {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
-			continue
-		}
-		pool := c.Pool.NodePool.Name
-		if d.allowed[pool][v1.DisruptionReasonUnderutilized] <= 0 {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, budgetBlocked(pool, v1.DisruptionReasonUnderutilized), c})
-			continue
-		}
-		if why := d.needed[c.Node]; why != "" {
-			dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
+		// Each on its own against the budget: a group takes no more than it allows.
+		if b := d.check(c, v1.DisruptionReasonUnderutilized, nil); !b.ok() {
+			dec.blockedBy(c, b)
 			continue
 		}
 		cands = append(cands, c)
@@ -144,7 +120,7 @@ func (d *decider) consolidation(dec *Decision) *Command {
 			}
 			return cmd
 		}
-		dec.Blocked = append(dec.Blocked, Blocked{c.Node.Node.Name, why, c})
+		dec.blockedBy(c, block{BlockNoBetterPlace, why})
 	}
 	return multi
 }
@@ -279,22 +255,6 @@ func (c *Candidate) movedPods() []*corev1.Pod {
 		}
 	}
 	return c.moved
-}
-
-// blocked says why nothing voluntary may disrupt the candidate; graceful lets a
-// claim with a terminationGracePeriod past blocking pods.
-func (c *Candidate) blocked(graceful bool) string {
-	if c.blockedNode != "" {
-		return c.blockedNode
-	}
-	if !graceful {
-		return c.blockedPods
-	}
-	return ""
-}
-
-func budgetBlocked(pool string, reason v1.DisruptionReason) string {
-	return fmt.Sprintf("the disruption budget of NodePool %s allows no more %s disruptions now", pool, reason)
 }
 
 func unschedulable(plan *scheduling.Plan, err error) string {

@@ -6,6 +6,13 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 )
 
+// noLonger says what a candidate stopped being, by method.
+var noLonger = map[v1.DisruptionReason]string{
+	v1.DisruptionReasonEmpty:         "empty and quiet for consolidateAfter (a pod arrived or left)",
+	v1.DisruptionReasonDrifted:       "drifted",
+	v1.DisruptionReasonUnderutilized: "quiet for consolidateAfter (a pod arrived or left)",
+}
+
 // Validate checks a command again on a newer snapshot, just before it is carried
 // out: the cluster moves while a decision waits (pods arrive, budgets fill), and a
 // stale decision must not be acted on. It returns the command rebuilt on the new
@@ -23,23 +30,13 @@ func Validate(in *Input, cmd *Command) (*Command, error) {
 		switch {
 		case c == nil:
 			return nil, fmt.Errorf("nodeclaim %s is no longer a candidate", old.Claim.Name)
-		case !c.consolidatable && cmd.Reason != v1.DisruptionReasonDrifted:
-			return nil, fmt.Errorf("node %s had a pod arrive or leave", c.Node.Node.Name)
-		case cmd.Reason == v1.DisruptionReasonEmpty && len(c.Pods) > 0:
-			return nil, fmt.Errorf("node %s is no longer empty", c.Node.Node.Name)
-		case cmd.Reason == v1.DisruptionReasonDrifted && c.drift == "":
-			return nil, fmt.Errorf("node %s is no longer drifted", c.Node.Node.Name)
+		case !c.eligible(cmd.Reason):
+			return nil, fmt.Errorf("node %s is no longer %s", c.Node.Node.Name, noLonger[cmd.Reason])
 		}
-		if why := c.blocked(cmd.Reason == v1.DisruptionReasonDrifted && c.Claim.Spec.TerminationGracePeriod != nil); why != "" {
-			return nil, fmt.Errorf("node %s: %s", c.Node.Node.Name, why)
+		if b := d.check(c, cmd.Reason, taken); !b.ok() {
+			return nil, fmt.Errorf("node %s: %s", c.Node.Node.Name, b.why)
 		}
-		if why := d.needed[c.Node]; why != "" && cmd.Reason != v1.DisruptionReasonDrifted {
-			return nil, fmt.Errorf("node %s: %s", c.Node.Node.Name, why)
-		}
-		pool := c.Pool.NodePool.Name
-		if taken[pool]++; taken[pool] > d.allowed[pool][cmd.Reason] {
-			return nil, fmt.Errorf("node %s: %s", c.Node.Node.Name, budgetBlocked(pool, cmd.Reason))
-		}
+		taken[c.Pool.NodePool.Name]++
 		cands = append(cands, c)
 	}
 	if cmd.Reason != v1.DisruptionReasonUnderutilized {

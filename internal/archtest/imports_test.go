@@ -1,7 +1,8 @@
 // Package archtest keeps the layering the design depends on: the decision packages
 // and the API types stay pure, free of clients, controllers and metrics, so they can
-// be tested (and run by tailor simulate) without a cluster. .golangci.yaml states the
-// same rules for depguard; this test enforces them in `make test`.
+// be tested (and run by tailor simulate) without a cluster; and the controllers stay
+// independent of each other (controllers_test.go). .golangci.yaml states the purity
+// rules for depguard; these tests enforce them in `make test`.
 package archtest
 
 import (

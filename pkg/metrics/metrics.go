@@ -1,7 +1,8 @@
 // Package metrics holds the conventions Tailor's metrics share with Karpenter's, so
 // that a Karpenter dashboard reads Tailor unchanged: the bucket boundaries of its
 // duration histograms, the quantiles of its summaries, and how a resource name
-// becomes a resource_type label value.
+// becomes a resource_type label value. It also holds the metrics more than one
+// controller reports to (see nodeclaims.go).
 package metrics
 
 import (

@@ -119,6 +119,27 @@ func RESTConfig(opts Options) (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
+// controller is what each controller in pkg/controllers offers the operator.
+// Register adds it to mgr: a reconciler as a controller-runtime controller, a loop
+// as a runnable (mgr.Add), which then runs on the leader only.
+type controller interface {
+	Name() string
+	Register(ctx context.Context, mgr manager.Manager) error
+}
+
+// controllerFunc puts what is not a controller of pkg/controllers (the paced pod
+// events, the cloud provider's own controllers) in the same list.
+type controllerFunc struct {
+	name     string
+	register func(context.Context, manager.Manager) error
+}
+
+func (c controllerFunc) Name() string { return c.name }
+
+func (c controllerFunc) Register(ctx context.Context, mgr manager.Manager) error {
+	return c.register(ctx, mgr)
+}
+
 // PodEventsPerSecond paces the provisioner's pod events: half the event client's
 // request budget, so other components' events still get through.
 const PodEventsPerSecond = 100
@@ -216,58 +237,42 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, podEvents, clk,
 		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling})
 
-	// Every controller, in one explicit list.
-	if err := mgr.Add(manager.RunnableFunc(podEvents.Run)); err != nil {
-		return err
-	}
-	if err := mgr.Add(provisioner); err != nil {
-		return err
-	}
-	if err := provisioning.NewPodTrigger(kube, provisioner).Register(mgr); err != nil {
-		return err
-	}
-	if err := lifecycle.NewController(kube, cloud, unavailable, recorder, clk).Register(ctx, mgr); err != nil {
-		return err
-	}
-	if err := termination.NewController(kube, mgr.GetAPIReader(), cloud, recorder, clk).Register(ctx, mgr); err != nil {
-		return err
-	}
-	if err := mgr.Add(garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval)); err != nil {
-		return err
-	}
-	if err := nodepool.NewController(kube, opts.FeatureGates.StaticCapacity, prov.nodeClass).Register(mgr); err != nil {
-		return err
-	}
-	if err := registrationhealth.NewController(kube, cloud, clk).Register(mgr); err != nil {
-		return err
-	}
-	if opts.FeatureGates.StaticCapacity {
-		if err := static.NewController(kube, recorder).Register(mgr); err != nil {
-			return err
-		}
-	}
-	if err := prov.register(mgr); err != nil {
-		return err
-	}
 	opts.Disruption.SpotToSpotConsolidation = opts.FeatureGates.SpotToSpotConsolidation
 	opts.Disruption.Scheduling = opts.Scheduling
-	if err := mgr.Add(disruptionctl.NewController(kube, mgr.GetAPIReader(), cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger)); err != nil {
-		return err
+
+	// Every controller, in one explicit list, registered in this order: lifecycle
+	// registers the provider ID indexes that the later ones list by.
+	controllers := []controller{
+		controllerFunc{"events.pods", func(_ context.Context, mgr manager.Manager) error {
+			return mgr.Add(manager.RunnableFunc(podEvents.Run))
+		}},
+		provisioner,
+		provisioning.NewPodTrigger(kube, provisioner),
+		lifecycle.NewController(kube, cloud, unavailable, recorder, clk),
+		termination.NewController(kube, mgr.GetAPIReader(), cloud, recorder, clk),
+		garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval),
+		nodepool.NewController(kube, opts.FeatureGates.StaticCapacity, prov.nodeClass),
+		registrationhealth.NewController(kube, cloud, clk),
 	}
+	if opts.FeatureGates.StaticCapacity {
+		controllers = append(controllers, static.NewController(kube, recorder))
+	}
+	controllers = append(controllers,
+		controllerFunc{"cloudprovider." + opts.CloudProvider, func(_ context.Context, mgr manager.Manager) error { return prov.register(mgr) }},
+		disruptionctl.NewController(kube, mgr.GetAPIReader(), cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger))
 	if opts.FeatureGates.NodeRepair {
-		if err := mgr.Add(health.NewController(kube, cloud, recorder, clk, disruption.KubeletRepairPolicies, provisioner.Trigger)); err != nil {
-			return err
-		}
+		controllers = append(controllers, health.NewController(kube, cloud, recorder, clk, disruption.KubeletRepairPolicies, provisioner.Trigger))
 	}
-	if err := expiration.NewController(kube, cloud, recorder, clk, provisioner.Trigger).Register(mgr); err != nil {
-		return err
-	}
-	if err := podevents.NewController(kube, clk).Register(mgr); err != nil {
-		return err
-	}
+	controllers = append(controllers,
+		expiration.NewController(kube, cloud, recorder, clk, provisioner.Trigger),
+		podevents.NewController(kube, clk))
 	if prov.interruptions != nil {
-		if err := mgr.Add(interruption.NewController(kube, prov.interruptions, unavailable, recorder, clk, opts.InterruptionInterval, provisioner.Trigger)); err != nil {
-			return err
+		controllers = append(controllers,
+			interruption.NewController(kube, prov.interruptions, unavailable, recorder, clk, opts.InterruptionInterval, provisioner.Trigger))
+	}
+	for _, c := range controllers {
+		if err := c.Register(ctx, mgr); err != nil {
+			return fmt.Errorf("registering controller %s: %w", c.Name(), err)
 		}
 	}
 

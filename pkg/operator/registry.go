@@ -57,7 +57,7 @@ func buildInfo() prometheus.Collector {
 // are registered where they are made).
 func metricCollectors() []prometheus.Collector {
 	out := []prometheus.Collector{buildInfo(), podStartupDuration, podBoundDuration, interruption.Received}
-	for _, cs := range [][]prometheus.Collector{provisioning.Collectors(), lifecycle.Collectors(), termination.Collectors(),
+	for _, cs := range [][]prometheus.Collector{metrics.Collectors(), provisioning.Collectors(), lifecycle.Collectors(), termination.Collectors(),
 		disruption.Collectors(), health.Collectors(), awscloud.InterruptionCollectors()} {
 		out = append(out, cs...)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -27,8 +28,8 @@ import (
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
-	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
 	disrupt "github.com/nodetailor/tailor/pkg/disruption"
+	"github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -70,7 +71,7 @@ type Controller struct {
 	reader   client.Reader
 	cluster  *state.Cluster
 	cloud    cloudprovider.CloudProvider
-	types    provisioning.InstanceTypes
+	types    nodeclaim.InstanceTypes
 	recorder record.EventRecorder
 	clock    clock.Clock
 	opts     Options
@@ -89,11 +90,17 @@ type Controller struct {
 }
 
 // NewController returns the controller; Start runs it.
-func NewController(kube client.Client, reader client.Reader, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types provisioning.InstanceTypes,
+func NewController(kube client.Client, reader client.Reader, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types nodeclaim.InstanceTypes,
 	recorder record.EventRecorder, clk clock.Clock, opts Options, wake func()) *Controller {
 	return &Controller{kube: kube, reader: reader, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts,
 		wake: wake, blocked: map[string]string{}, inFlight: map[string]bool{}}
 }
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return ControllerName }
+
+// Register adds the loop to mgr; it runs on the leader only.
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error { return mgr.Add(c) }
 
 // Start runs passes until ctx ends, then waits for the commands in flight (each
 // rolls back what it cannot finish).
@@ -344,12 +351,12 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		if err := c.kube.Get(ctx, client.ObjectKey{Name: r.NodePool}, pool); err != nil {
 			return rollback(replacements, fmt.Errorf("reading NodePool %s for a replacement: %w", r.NodePool, err))
 		}
-		nc := provisioning.NodeClaim(pool, r)
+		nc := nodeclaim.New(pool, r)
 		if err := c.kube.Create(ctx, nc); err != nil {
 			return rollback(replacements, fmt.Errorf("creating a replacement: %w", err))
 		}
 		replacements = append(replacements, nc)
-		provisioning.NodeClaimsCreated.WithLabelValues(metricReason(cmd.Reason), r.NodePool, "false").Inc()
+		metrics.NodeClaimsCreated.WithLabelValues(metricReason(cmd.Reason), r.NodePool, "false").Inc()
 		logger.V(1).Info("created a replacement; waiting for it to initialize", "nodeclaim", nc.Name, "nodepool", r.NodePool,
 			"instanceTypes", len(r.InstanceTypes), "timeout", c.opts.ReplacementTimeout)
 	}
@@ -370,7 +377,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		}
 		c.recorder.Eventf(cand.Node.Node, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting Node: %s/%s", cmd.Reason, cmd.Decision())
 		c.recorder.Eventf(cand.Claim, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting NodeClaim: %s/%s", cmd.Reason, cmd.Decision())
-		NodeClaimsDisrupted.WithLabelValues(metricReason(cmd.Reason), cand.Pool.NodePool.Name, cand.CapacityType).Inc()
+		metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(cmd.Reason), cand.Pool.NodePool.Name, cand.CapacityType).Inc()
 		logger.V(1).Info("deleted a candidate's nodeclaim; termination drains it", "nodeclaim", cand.Claim.Name, "node", cand.Node.Node.Name)
 	}
 	Decisions.WithLabelValues(cmd.Decision(), metricReason(cmd.Reason), consolidationType(cmd)).Inc()

@@ -15,13 +15,6 @@ const ControllerName = "disruption"
 // metricReason is a disruption reason as Karpenter's metrics spell it: lower case.
 func metricReason(r v1.DisruptionReason) string { return strings.ToLower(string(r)) }
 
-// Reasons outside the NodePool API, for karpenter_nodeclaims_disrupted_total.
-const (
-	ReasonExpired     = "expired"
-	ReasonInterrupted = "interrupted"
-	ReasonUnhealthy   = "unhealthy" // node repair
-)
-
 // Metrics, named as Karpenter names them.
 var (
 	Decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -41,10 +34,6 @@ var (
 		Help:    "Time one disruption pass spends deciding, by the reason and consolidation type of the command it decided on (empty when none).",
 		Buckets: metrics.DurationBuckets(),
 	}, []string{"reason", "consolidation_type"})
-	NodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "karpenter_nodeclaims_disrupted_total",
-		Help: "NodeClaims disrupted, by reason, NodePool and capacity type.",
-	}, []string{"reason", "nodepool", "capacity_type"})
 	QueueFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "karpenter_voluntary_disruption_queue_failures_total",
 		Help: "Disruption commands rolled back (their replacements did not come up, or a write failed), by decision, reason and consolidation type.",
@@ -53,5 +42,5 @@ var (
 
 // Collectors are the package's metrics, for the operator to register.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{Decisions, EligibleNodes, AllowedDisruptions, EvaluationDuration, NodeClaimsDisrupted, QueueFailures}
+	return []prometheus.Collector{Decisions, EligibleNodes, AllowedDisruptions, EvaluationDuration, QueueFailures}
 }

@@ -12,13 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
-	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+	"github.com/nodetailor/tailor/pkg/metrics"
 )
 
 // Received counts the notices acted on, by kind.
@@ -46,6 +47,12 @@ func NewController(kube client.Client, source cloudprovider.InterruptionSource, 
 	recorder record.EventRecorder, clk clock.Clock, interval time.Duration, wake func()) *Controller {
 	return &Controller{kube: kube, source: source, unavailable: unavailable, recorder: recorder, clock: clk, interval: interval, wake: wake}
 }
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "interruption" }
+
+// Register adds the poller to mgr; it runs on the leader only.
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error { return mgr.Add(c) }
 
 // Start polls until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
@@ -97,7 +104,7 @@ func (c *Controller) Poll(ctx context.Context) error {
 			}
 			log.FromContext(ctx).Info("interrupted", "nodeclaim", nc.Name, "kind", n.Kind, "at", n.At)
 			c.recorder.Eventf(nc, corev1.EventTypeWarning, n.Kind, "The provider takes the instance away at %s", n.At.UTC().Format(time.RFC3339))
-			disruptionctl.NodeClaimsDisrupted.WithLabelValues(disruptionctl.ReasonInterrupted, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+			metrics.NodeClaimsDisrupted.WithLabelValues(metrics.ReasonInterrupted, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
 			woken = true
 		}
 	}

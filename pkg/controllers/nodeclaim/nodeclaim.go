@@ -1,5 +1,8 @@
-// Package nodeclaim holds what the NodeClaim controllers share: finding a claim's
-// Node, and a Node's claims, through the provider ID indexes of the cache.
+// Package nodeclaim holds what the controllers share about NodeClaims: building a
+// claim for a planned node, finding a claim's Node and a Node's claims through the
+// provider ID indexes of the cache, reading one's own writes, and the reasons a
+// claim is given up. It is the one package under pkg/controllers the controllers
+// may import (internal/archtest).
 package nodeclaim
 
 import (
@@ -11,6 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+)
+
+// Reasons a claim is given up, set by the lifecycle controller on the condition that
+// did not come true before the claim is deleted; the NodePool's
+// NodeRegistrationHealthy condition reads them.
+const (
+	ReasonRegistrationTimedOut   = "RegistrationTimedOut"
+	ReasonInitializationTimedOut = "InitializationTimedOut"
 )
 
 // ProviderIDIndex indexes Nodes and NodeClaims by provider ID in the cache.

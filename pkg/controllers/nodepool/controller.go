@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
 // HashVersion changes when the hash function does, so drift can tell old hashes.
@@ -74,10 +74,13 @@ func NewController(kube client.Client, staticCapacity bool, nodeClasses ...clien
 	return &Controller{kube: kube, nodeClasses: nodeClasses, staticCapacity: staticCapacity, admitted: map[string]admission{}}
 }
 
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodepool.status" }
+
 // Register adds the controller to mgr; NodeClaim changes refresh their pool, and
 // NodeClass changes the pools that refer to it.
-func (c *Controller) Register(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).Named("nodepool.status").
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).Named(c.Name()).
 		For(&v1.NodePool{}).
 		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if pool := o.GetLabels()[v1.NodePoolLabelKey]; pool != "" {
@@ -217,7 +220,7 @@ func (c *Controller) admits(ctx context.Context, np *v1.NodePool) (string, error
 		return known.refused, nil
 	}
 	refused := ""
-	if nc, err := provisioning.TemplateNodeClaim(np); err != nil {
+	if nc, err := nodeclaim.FromTemplate(np); err != nil {
 		refused = err.Error()
 	} else if err := c.kube.Create(ctx, nc, client.DryRunAll); apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		refused = "a NodeClaim from the template is refused: " + err.Error()

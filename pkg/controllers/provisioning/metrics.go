@@ -9,10 +9,6 @@ import (
 // ControllerName is the provisioner's controller label value, as Karpenter's.
 const ControllerName = "provisioner"
 
-// ReasonProvisioned is karpenter_nodeclaims_created_total's reason for claims
-// made for pending pods (replacements carry their disruption reason).
-const ReasonProvisioned = "provisioned"
-
 // Metrics under Karpenter's names and labels, so its dashboards read Tailor too.
 var (
 	SchedulingDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -28,13 +24,9 @@ var (
 		Name: "karpenter_scheduler_unschedulable_pods_count",
 		Help: "The number of pods the last scheduling round found no room for, by controller.",
 	}, []string{"controller"})
-	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "karpenter_nodeclaims_created_total",
-		Help: "NodeClaims created, by reason (provisioned, or the disruption reason of a replacement), NodePool and whether minValues was relaxed.",
-	}, []string{"reason", "nodepool", "min_values_relaxed"})
 )
 
 // Collectors are the package's metrics, for the operator to register.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{SchedulingDuration, QueueDepth, UnschedulablePods, NodeClaimsCreated}
+	return []prometheus.Collector{SchedulingDuration, QueueDepth, UnschedulablePods}
 }

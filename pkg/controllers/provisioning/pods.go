@@ -27,13 +27,16 @@ func NewPodTrigger(kube client.Client, p *Provisioner) *PodTrigger {
 	return &PodTrigger{kube: kube, provisioner: p}
 }
 
+// Name is the controller's name.
+func (c *PodTrigger) Name() string { return "provisioning.pods" }
+
 // Register adds the controller to a manager. A NodeClaim that goes away (its launch
 // failed, its node was removed) wakes the provisioner too: the pods it was for are
 // still pending, and nothing else about them changed. So does a NodePool that is
 // new, changed, or turned ready (its NodeClass came): pods no NodePool could take
 // may fit it now, and the kube-scheduler may not look at them again for minutes.
-func (c *PodTrigger) Register(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("provisioning.pods").For(&corev1.Pod{}).
+func (c *PodTrigger) Register(_ context.Context, mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named(c.Name()).For(&corev1.Pod{}).
 		Watches(&v1.NodeClaim{}, handler.Funcs{
 			DeleteFunc: func(context.Context, event.TypedDeleteEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				c.provisioner.Trigger()

@@ -14,17 +14,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+	"github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -39,9 +41,6 @@ type Options struct {
 	Scheduling scheduling.Options
 }
 
-// InstanceTypes supplies a NodePool's instance types.
-type InstanceTypes func(ctx context.Context, pool *v1.NodePool) ([]*scheduling.InstanceType, error)
-
 // RBAC: what it reads and writes (see `make generate`).
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create
@@ -52,7 +51,7 @@ type InstanceTypes func(ctx context.Context, pool *v1.NodePool) ([]*scheduling.I
 type Provisioner struct {
 	kube     client.Client
 	cluster  *state.Cluster
-	types    InstanceTypes
+	types    nodeclaim.InstanceTypes
 	recorder record.EventRecorder
 	clock    clock.Clock
 	opts     Options
@@ -81,11 +80,17 @@ type Provisioner struct {
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
-func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
+func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes nodeclaim.InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{kube: kube, cluster: cluster, types: instanceTypes, recorder: recorder, clock: clk, opts: opts,
 		trigger: make(chan struct{}, 1), wake: make(chan struct{}, 1), batched: map[types.UID]bool{}, waiting: map[types.UID]bool{},
 		nominated: nominations{}, warned: map[string]bool{}}
 }
+
+// Name is the controller's name.
+func (p *Provisioner) Name() string { return ControllerName }
+
+// Register adds the provisioning loop to mgr; it runs on the leader only.
+func (p *Provisioner) Register(_ context.Context, mgr ctrl.Manager) error { return mgr.Add(p) }
 
 // Trigger says pods may need nodes (a claim went away, a node is going); it never
 // blocks.
@@ -265,7 +270,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		if nc == nil {
 			continue
 		}
-		NodeClaimsCreated.WithLabelValues(ReasonProvisioned, plan.NewNodes[i].NodePool, "false").Inc()
+		metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, plan.NewNodes[i].NodePool, "false").Inc()
 		for _, pod := range plan.NewNodes[i].Pods {
 			p.nominated.nominate(pod, nc.Name, solved)
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
@@ -344,7 +349,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 	errs := make([]error, len(nodes))
 	workqueue.ParallelizeUntil(ctx, createParallelism, len(nodes), func(i int) {
 		pool := nodes[i].NodePool
-		nc := NodeClaim(pools[pool], nodes[i])
+		nc := nodeclaim.New(pools[pool], nodes[i])
 		need := state.ClaimUsage(nc, types[pool])
 		if refused[i] = budget.take(pool, need); refused[i] != "" {
 			return
@@ -372,80 +377,3 @@ func (p *Provisioner) waitForCache(ctx context.Context, created []*v1.NodeClaim)
 		return true, nil
 	})
 }
-
-// NodeClaim makes the claim for a planned node: the NodePool's template (labels,
-// annotations, taints, startup taints, node class, expiry, grace period), the
-// requirements narrowed to the instance types the plan chose, and the requests of
-// the pods it is for. It carries the termination finalizer from the start, which
-// saves the lifecycle controller a write per node.
-func NodeClaim(np *v1.NodePool, n *scheduling.NewNode) *v1.NodeClaim {
-	t := np.Spec.Template
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: np.Name + "-",
-			Labels:       map[string]string{v1.NodePoolLabelKey: np.Name},
-			Annotations:  map[string]string{},
-			Finalizers:   []string{v1.TerminationFinalizer},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool",
-				Name: np.Name, UID: np.UID, BlockOwnerDeletion: ptr(true)}},
-		},
-		Spec: v1.NodeClaimSpec{
-			Taints:                 t.Spec.Taints,
-			StartupTaints:          t.Spec.StartupTaints,
-			Requirements:           claimRequirements(np, n.Requirements),
-			Resources:              v1.ResourceRequirements{Requests: n.Requests},
-			NodeClassRef:           t.Spec.NodeClassRef,
-			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
-			ExpireAfter:            t.Spec.ExpireAfter,
-		},
-	}
-	for k, v := range t.Labels {
-		nc.Labels[k] = v
-	}
-	for k, v := range t.Annotations {
-		nc.Annotations[k] = v
-	}
-	for _, key := range []string{v1.NodePoolHashAnnotationKey, v1.NodePoolHashVersionAnnotationKey} {
-		if v, ok := np.Annotations[key]; ok {
-			nc.Annotations[key] = v
-		}
-	}
-	if n.MinValuesRelaxed {
-		nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] = "true"
-	}
-	return nc
-}
-
-// TemplateNodeClaim is the claim NodeClaim makes for a node the pool's template
-// alone describes (no pod narrowed it): what a static NodePool launches, and what
-// the NodePool controller asks the API server to accept.
-func TemplateNodeClaim(np *v1.NodePool) (*v1.NodeClaim, error) {
-	reqs, err := scheduling.FromNodePool(np.Spec.Template.Spec.Requirements, np.Spec.Template.Labels)
-	if err != nil {
-		return nil, fmt.Errorf("spec.template.spec.requirements: %w", err)
-	}
-	reqs = reqs.With(scheduling.MustRequirement(v1.NodePoolLabelKey, v1.NodeSelectorOpIn, np.Name))
-	return NodeClaim(np, &scheduling.NewNode{NodePool: np.Name, Requirements: reqs}), nil
-}
-
-// claimRequirements are the requirements a claim records: the instance-type options
-// and the other well-known keys (arch, os, zone, capacity type, NodePool), the keys
-// the NodePool constrains, and any key narrowed to one value or constrained other
-// than by In (a pod's NotIn, Exists, Gt). A key the plan narrowed only to the
-// union of the options' labels (their families, sizes, processor counts) is left
-// out, as Karpenter leaves it out: the options already settle it, and the lists
-// would more than double every claim, in the API server and in every cache.
-func claimRequirements(np *v1.NodePool, reqs scheduling.Requirements) []v1.NodeSelectorRequirementWithMinValues {
-	keep := map[string]bool{}
-	for _, key := range v1.WellKnownLabels {
-		keep[key] = true
-	}
-	for _, r := range np.Spec.Template.Spec.Requirements {
-		keep[r.Key] = true
-	}
-	return slices.DeleteFunc(reqs.ToNodeSelector(), func(r v1.NodeSelectorRequirementWithMinValues) bool {
-		return !keep[r.Key] && r.Operator == v1.NodeSelectorOpIn && len(r.Values) > 1 && r.MinValues == nil
-	})
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -12,18 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
-	"github.com/nodetailor/tailor/pkg/scheduling"
 )
-
-// A claim carries the termination finalizer from its creation.
-func TestNodeClaimHasTheFinalizer(t *testing.T) {
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	nc := NodeClaim(pool, &scheduling.NewNode{NodePool: "default"})
-	if len(nc.Finalizers) != 1 || nc.Finalizers[0] != v1.TerminationFinalizer {
-		t.Errorf("finalizers %v, want [%s]", nc.Finalizers, v1.TerminationFinalizer)
-	}
-}
 
 // A pod the open batch already has does not signal again (and so does not hold the
 // window open); a new pod does, and so does any pod once the batch closed.
@@ -58,65 +47,6 @@ func TestTriggerForSignalsNewPodsOnly(t *testing.T) {
 	p.TriggerFor("a")
 	if !signalled() {
 		t.Error("a pod did not signal in the next batch")
-	}
-}
-
-// A claim records the instance-type options, the well-known keys and the keys its
-// NodePool constrains, but not the lists of families, sizes and processor counts
-// the options imply; the types those requirements allow are still exactly the
-// options, so a launch picks from the same list.
-func TestNodeClaimRequirementsLeaveOutWhatTheOptionsImply(t *testing.T) {
-	types, err := catalog.AWSUSEast1()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: "karpenter.k8s.aws/instance-category", Operator: v1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
-		{Key: "karpenter.k8s.aws/instance-generation", Operator: v1.NodeSelectorOpGt, Values: []string{"5"}}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "p"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("4Gi")}}}}}}
-	plan, err := scheduling.Solve(&scheduling.Input{Pods: []*corev1.Pod{pod},
-		NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: types}}}, scheduling.Options{})
-	if err != nil || len(plan.NewNodes) != 1 {
-		t.Fatalf("plan: %v, %d new nodes", err, len(plan.NewNodes))
-	}
-	planned := plan.NewNodes[0]
-	nc := NodeClaim(pool, planned)
-	keys := map[string]bool{}
-	for _, r := range nc.Spec.Requirements {
-		keys[r.Key] = true
-	}
-	for _, key := range []string{v1.LabelInstanceType, v1.CapacityTypeLabelKey, v1.LabelArch, v1.NodePoolLabelKey,
-		"karpenter.k8s.aws/instance-category", "karpenter.k8s.aws/instance-generation"} {
-		if !keys[key] {
-			t.Errorf("the claim has no requirement on %s: %v", key, nc.Spec.Requirements)
-		}
-	}
-	for _, key := range []string{"karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-size"} {
-		if !keys[key] {
-			continue
-		}
-		t.Errorf("the claim lists %s, which its options imply", key)
-	}
-	reqs, err := scheduling.FromNodePool(nc.Spec.Requirements, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var allowed, options []string
-	for _, it := range types {
-		if _, ok := reqs.Intersects(it.Requirements); ok {
-			allowed = append(allowed, it.Name)
-		}
-	}
-	for _, it := range planned.InstanceTypes {
-		options = append(options, it.Name)
-	}
-	slices.Sort(allowed)
-	slices.Sort(options)
-	if !slices.Equal(allowed, options) {
-		t.Errorf("the claim allows %d types %v, the plan offered %d %v", len(allowed), allowed, len(options), options)
 	}
 }
 
@@ -228,38 +158,6 @@ func TestNodePoolChangeMatters(t *testing.T) {
 	} {
 		if got := NodePoolChangeMatters(tc.old, tc.new); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-// A claim planned with its NodePool's minValues relaxed (--min-values-policy
-// BestEffort) says so, and records the relaxed minValues.
-func TestNodeClaimMinValuesRelaxed(t *testing.T) {
-	types, err := catalog.AWSUSEast1()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge", "m5.24xlarge"}, MinValues: ptr(3)}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "p"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("20"), corev1.ResourceMemory: resource.MustParse("4Gi")}}}}}}
-	in := &scheduling.Input{Pods: []*corev1.Pod{pod}, NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: types}}}
-	if plan, err := scheduling.Solve(in, scheduling.Options{}); err != nil || len(plan.Unschedulable) != 1 {
-		t.Fatalf("strict plan: %v, want the pod unschedulable (only m5.24xlarge holds 20 cpu)", err)
-	}
-	plan, err := scheduling.Solve(in, scheduling.Options{MinValuesPolicy: scheduling.MinValuesPolicyBestEffort})
-	if err != nil || len(plan.NewNodes) != 1 {
-		t.Fatalf("best-effort plan: %v, %d new nodes", err, len(plan.NewNodes))
-	}
-	nc := NodeClaim(pool, plan.NewNodes[0])
-	if nc.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] != "true" {
-		t.Errorf("annotations %v, want %s=true", nc.Annotations, v1.NodeClaimMinValuesRelaxedAnnotationKey)
-	}
-	for _, r := range nc.Spec.Requirements {
-		if r.Key == v1.LabelInstanceType && (r.MinValues == nil || *r.MinValues != 1) {
-			t.Errorf("instance-type requirement %+v, want minValues relaxed to 1", r)
 		}
 	}
 }

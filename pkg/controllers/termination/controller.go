@@ -86,6 +86,9 @@ func NewController(kube client.Client, live client.Reader, cloud cloudprovider.C
 		backoff: newEvictionBackoff(), tainted: newTaintedNodes()}
 }
 
+// Name is the controller's name.
+func (c *Controller) Name() string { return ControllerName }
+
 // Register adds the controller, and the indexes it reads by, to mgr. The lifecycle
 // controller registers the provider ID indexes.
 func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {

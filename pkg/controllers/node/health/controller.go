@@ -16,13 +16,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
-	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
 	"github.com/nodetailor/tailor/pkg/disruption"
+	"github.com/nodetailor/tailor/pkg/metrics"
 )
 
 // Interval is the pause between passes: tolerations are tens of minutes.
@@ -53,9 +54,15 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, record
 	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, policies: policies, wake: wake, blocked: map[string]string{}}
 }
 
+// Name is the controller's name.
+func (c *Controller) Name() string { return "node.health" }
+
+// Register adds the loop to mgr; it runs on the leader only.
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error { return mgr.Add(c) }
+
 // Start runs passes until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("node.health"))
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName(c.Name()))
 	for {
 		select {
 		case <-ctx.Done():
@@ -124,7 +131,7 @@ func (c *Controller) repair(ctx context.Context, r disruption.Repair) error {
 	c.recorder.Event(r.Node, corev1.EventTypeWarning, "NodeRepair", "Node "+msg)
 	c.recorder.Event(nc, corev1.EventTypeWarning, "NodeRepair", "Node "+r.Node.Name+" "+msg)
 	pool, captype := nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]
-	disruptionctl.NodeClaimsDisrupted.WithLabelValues(disruptionctl.ReasonUnhealthy, pool, captype).Inc()
+	metrics.NodeClaimsDisrupted.WithLabelValues(metrics.ReasonUnhealthy, pool, captype).Inc()
 	UnhealthyDisrupted.WithLabelValues(snakeCase(string(r.Condition.Type)), pool, captype, nc.Status.ImageID).Inc()
 	return nil
 }

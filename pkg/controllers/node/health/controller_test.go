@@ -17,8 +17,8 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
-	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
 	"github.com/nodetailor/tailor/pkg/disruption"
+	"github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
 
@@ -111,7 +111,7 @@ func TestRepair(t *testing.T) {
 	woken := 0
 	c := NewController(kube, fake.New(schedtest.SyntheticTypes(1)), recorder, clk, disruption.KubeletRepairPolicies, func() { woken++ })
 	disrupted := func() float64 {
-		return testutil.ToFloat64(disruptionctl.NodeClaimsDisrupted.WithLabelValues(disruptionctl.ReasonUnhealthy, "fleet", v1.CapacityTypeSpot))
+		return testutil.ToFloat64(metrics.NodeClaimsDisrupted.WithLabelValues(metrics.ReasonUnhealthy, "fleet", v1.CapacityTypeSpot))
 	}
 	before := disrupted()
 	if _, err := c.Pass(ctx); err != nil {

@@ -17,8 +17,8 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
-	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
 	"github.com/nodetailor/tailor/pkg/disruption"
+	"github.com/nodetailor/tailor/pkg/metrics"
 )
 
 // RBAC: what it reads and writes (see `make generate`).
@@ -39,9 +39,12 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, record
 	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, wake: wake}
 }
 
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodeclaim.expiration" }
+
 // Register adds the controller to mgr.
-func (c *Controller) Register(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.expiration").For(&v1.NodeClaim{}).Complete(c)
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named(c.Name()).For(&v1.NodeClaim{}).Complete(c)
 }
 
 // Reconcile deletes an expired claim, or comes back when it expires.
@@ -62,7 +65,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	log.FromContext(ctx).Info("expired", "nodeclaim", nc.Name, "expireAfter", nc.Spec.ExpireAfter.String())
 	c.recorder.Eventf(nc, corev1.EventTypeNormal, "Expired", "NodeClaim reached its expireAfter of %s", nc.Spec.ExpireAfter.String())
-	disruptionctl.NodeClaimsDisrupted.WithLabelValues(disruptionctl.ReasonExpired, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+	metrics.NodeClaimsDisrupted.WithLabelValues(metrics.ReasonExpired, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
 	if c.wake != nil {
 		c.wake()
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -49,6 +50,12 @@ type Controller struct {
 func NewController(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.Clock, interval time.Duration) *Controller {
 	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, interval: interval, firstSeen: map[string]time.Time{}}
 }
+
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodeclaim.garbagecollection" }
+
+// Register adds the collector to mgr; it runs on the leader only.
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error { return mgr.Add(c) }
 
 // Start collects until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {

@@ -75,6 +75,9 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, unavai
 		nodes: nodeclaim.NewWrites[*corev1.Node](clk, 5*time.Second)}
 }
 
+// Name is the controller's name.
+func (c *Controller) Name() string { return ControllerName }
+
 // Register adds the controller, and the provider ID indexes it reads by, to mgr.
 func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 	if err := nodeclaim.IndexProviderIDs(ctx, mgr); err != nil {
@@ -317,7 +320,7 @@ func (c *Controller) awaitRegistration(ctx context.Context, nc *v1.NodeClaim) (r
 		since = launched.LastTransitionTime.Time
 	}
 	if waited := c.clock.Since(since); waited > RegistrationTimeout {
-		return reconcile.Result{}, c.giveUp(ctx, nc, v1.ConditionTypeRegistered, ReasonRegistrationTimedOut,
+		return reconcile.Result{}, c.giveUp(ctx, nc, v1.ConditionTypeRegistered, nodeclaim.ReasonRegistrationTimedOut,
 			fmt.Sprintf("No node registered after %s; deleting the NodeClaim", waited.Round(time.Second)))
 	}
 	return reconcile.Result{RequeueAfter: 30 * time.Second}, nil

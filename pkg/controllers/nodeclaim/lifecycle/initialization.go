@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
 // InitializationTimeout bounds how long a registered node may take to initialize
@@ -20,13 +21,6 @@ import (
 // registration: the window Karpenter gives a node to become ready, as long as the
 // one for registration. A node stuck past it is removed and its pods planned again.
 const InitializationTimeout = 15 * time.Minute
-
-// Reasons a claim is given up, set on the condition that did not come true before
-// the claim is deleted; the NodePool's NodeRegistrationHealthy condition reads them.
-const (
-	ReasonRegistrationTimedOut   = "RegistrationTimedOut"
-	ReasonInitializationTimedOut = "InitializationTimedOut"
-)
 
 // initializationDeadline is when a registered claim must be initialized by; false
 // when it is initialized already, or not registered.
@@ -57,7 +51,7 @@ func (c *Controller) awaitInitialization(ctx context.Context, nc *v1.NodeClaim) 
 		why = cond.Message
 	}
 	message := fmt.Sprintf("Node %s not initialized %s after registration (%s); deleting the NodeClaim", nc.Status.NodeName, InitializationTimeout, why)
-	return reconcile.Result{}, c.giveUp(ctx, nc, v1.ConditionTypeInitialized, ReasonInitializationTimedOut, message)
+	return reconcile.Result{}, c.giveUp(ctx, nc, v1.ConditionTypeInitialized, nodeclaim.ReasonInitializationTimedOut, message)
 }
 
 // giveUp records on the claim why it is given up, then deletes it. The condition

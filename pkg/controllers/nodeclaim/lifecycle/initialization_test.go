@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
 func TestInitializationDeadline(t *testing.T) {
@@ -81,7 +82,7 @@ func TestInitializationTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !deleting(t, kube, "stuck") || !event(recorder, ReasonInitializationTimedOut) {
+	if !deleting(t, kube, "stuck") || !event(recorder, nodeclaim.ReasonInitializationTimedOut) {
 		t.Fatal("a claim past its initialization timeout was not deleted with an InitializationTimedOut event")
 	}
 	nc := &v1.NodeClaim{}
@@ -89,7 +90,7 @@ func TestInitializationTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized)
-	if cond == nil || cond.Reason != ReasonInitializationTimedOut || cond.LastTransitionTime.Before(&metav1.Time{Time: clk.Now().Add(-time.Second)}) {
+	if cond == nil || cond.Reason != nodeclaim.ReasonInitializationTimedOut || cond.LastTransitionTime.Before(&metav1.Time{Time: clk.Now().Add(-time.Second)}) {
 		t.Errorf("the claim should say why it went, and since when (now), got %+v", cond)
 	}
 	if deleting(t, kube, "fine") {
@@ -114,7 +115,7 @@ func TestRegistrationTimeoutIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeRegistered)
-	if nc.DeletionTimestamp == nil || cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonRegistrationTimedOut {
-		t.Errorf("want the claim deleting with Registered=False/%s, got deleting %v, %+v", ReasonRegistrationTimedOut, nc.DeletionTimestamp, cond)
+	if nc.DeletionTimestamp == nil || cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != nodeclaim.ReasonRegistrationTimedOut {
+		t.Errorf("want the claim deleting with Registered=False/%s, got deleting %v, %+v", nodeclaim.ReasonRegistrationTimedOut, nc.DeletionTimestamp, cond)
 	}
 }

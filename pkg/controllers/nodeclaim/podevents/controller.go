@@ -46,15 +46,18 @@ func NewController(kube client.Client, clk clock.Clock) *Controller {
 	return &Controller{kube: kube, clock: clk}
 }
 
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodeclaim.podevents" }
+
 // Register adds the controller to mgr: a pod bound to a node, finishing, or deleted
 // from one queues that node.
-func (c *Controller) Register(mgr ctrl.Manager) error {
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], p *corev1.Pod) {
 		if p.Spec.NodeName != "" && !scheduling.IsDaemonSetPod(p) {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Spec.NodeName}})
 		}
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.podevents").
+	return ctrl.NewControllerManagedBy(mgr).Named(c.Name()).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &corev1.Pod{}, handler.TypedFuncs[*corev1.Pod, reconcile.Request]{
 			CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Pod], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				enqueue(q, e.Object)

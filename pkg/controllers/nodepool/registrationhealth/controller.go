@@ -28,7 +28,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
-	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
 // Reasons of the condition; False takes the reason the claim was given up for.
@@ -86,8 +86,8 @@ func Decide(current *metav1.Condition, generation int64, lastRegistered time.Tim
 // not register, or did not initialize, in time.
 func FailureOf(nc *v1.NodeClaim) (Failure, bool) {
 	for _, c := range nc.Status.Conditions {
-		if c.Status == metav1.ConditionFalse && (c.Type == v1.ConditionTypeRegistered && c.Reason == lifecycle.ReasonRegistrationTimedOut ||
-			c.Type == v1.ConditionTypeInitialized && c.Reason == lifecycle.ReasonInitializationTimedOut) {
+		if c.Status == metav1.ConditionFalse && (c.Type == v1.ConditionTypeRegistered && c.Reason == nodeclaim.ReasonRegistrationTimedOut ||
+			c.Type == v1.ConditionTypeInitialized && c.Reason == nodeclaim.ReasonInitializationTimedOut) {
 			return Failure{Claim: nc.Name, Reason: c.Reason, Message: c.Message, At: c.LastTransitionTime.Time}, true
 		}
 	}
@@ -120,15 +120,18 @@ func NewController(kube client.Client, cloud cloudprovider.CloudProvider, clk cl
 	return &Controller{kube: kube, cloud: cloud, clock: clk, failures: map[string]Failure{}, written: map[string]metav1.Condition{}}
 }
 
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodepool.registrationhealth" }
+
 // Register adds the controller to mgr: a claim created, deleted, registered or
 // given up reconciles its NodePool.
-func (c *Controller) Register(mgr ctrl.Manager) error {
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error {
 	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, r := range c.Observe(o.(*v1.NodeClaim)) {
 			q.Add(r)
 		}
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("nodepool.registrationhealth").
+	return ctrl.NewControllerManagedBy(mgr).Named(c.Name()).
 		For(&v1.NodePool{}).
 		Watches(&v1.NodeClaim{}, handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -15,7 +15,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/testenv"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
-	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
 
@@ -27,7 +27,7 @@ func TestDecide(t *testing.T) {
 			LastTransitionTime: metav1.NewTime(t0)}
 	}
 	failure := func(at time.Time) *Failure {
-		return &Failure{Claim: "c1", Reason: lifecycle.ReasonRegistrationTimedOut, Message: "no node", At: at}
+		return &Failure{Claim: "c1", Reason: nodeclaim.ReasonRegistrationTimedOut, Message: "no node", At: at}
 	}
 	tests := []struct {
 		name       string
@@ -42,17 +42,17 @@ func TestDecide(t *testing.T) {
 		{"first registration", cond(metav1.ConditionUnknown, ReasonAwaitingRegistration, 1), t0.Add(time.Minute), nil,
 			metav1.ConditionTrue, ReasonHealthy, now},
 		{"first launch fails to register", cond(metav1.ConditionUnknown, ReasonAwaitingRegistration, 1), time.Time{}, failure(t0.Add(time.Minute)),
-			metav1.ConditionFalse, lifecycle.ReasonRegistrationTimedOut, now},
+			metav1.ConditionFalse, nodeclaim.ReasonRegistrationTimedOut, now},
 		{"a failure after a registration", cond(metav1.ConditionTrue, ReasonHealthy, 1), t0, failure(t0.Add(time.Minute)),
-			metav1.ConditionFalse, lifecycle.ReasonRegistrationTimedOut, now},
-		{"a registration after a failure", cond(metav1.ConditionFalse, lifecycle.ReasonRegistrationTimedOut, 1), t0.Add(time.Minute), failure(t0),
+			metav1.ConditionFalse, nodeclaim.ReasonRegistrationTimedOut, now},
+		{"a registration after a failure", cond(metav1.ConditionFalse, nodeclaim.ReasonRegistrationTimedOut, 1), t0.Add(time.Minute), failure(t0),
 			metav1.ConditionTrue, ReasonHealthy, now},
-		{"a failure and a registration in the same second", cond(metav1.ConditionFalse, lifecycle.ReasonRegistrationTimedOut, 1), t0, failure(t0),
-			metav1.ConditionFalse, lifecycle.ReasonRegistrationTimedOut, t0},
+		{"a failure and a registration in the same second", cond(metav1.ConditionFalse, nodeclaim.ReasonRegistrationTimedOut, 1), t0, failure(t0),
+			metav1.ConditionFalse, nodeclaim.ReasonRegistrationTimedOut, t0},
 		{"an old failure", cond(metav1.ConditionTrue, ReasonHealthy, 1), t0, failure(t0.Add(-time.Minute)),
 			metav1.ConditionTrue, ReasonHealthy, t0},
-		{"another failure keeps the transition time", cond(metav1.ConditionFalse, lifecycle.ReasonInitializationTimedOut, 1), time.Time{}, failure(t0.Add(time.Minute)),
-			metav1.ConditionFalse, lifecycle.ReasonRegistrationTimedOut, t0},
+		{"another failure keeps the transition time", cond(metav1.ConditionFalse, nodeclaim.ReasonInitializationTimedOut, 1), time.Time{}, failure(t0.Add(time.Minute)),
+			metav1.ConditionFalse, nodeclaim.ReasonRegistrationTimedOut, t0},
 		{"the NodePool changed", cond(metav1.ConditionTrue, ReasonHealthy, 0), t0, nil, metav1.ConditionUnknown, ReasonAwaitingRegistration, now},
 	}
 	for _, tt := range tests {
@@ -131,7 +131,7 @@ func TestNodeRegistrationHealthy(t *testing.T) {
 
 	clk.Step(time.Minute)
 	lost := claim(t, "lost", "health", metav1.Condition{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionFalse,
-		Reason: lifecycle.ReasonRegistrationTimedOut, Message: "No node registered after 15m0s", LastTransitionTime: metav1.NewTime(clk.Now())})
+		Reason: nodeclaim.ReasonRegistrationTimedOut, Message: "No node registered after 15m0s", LastTransitionTime: metav1.NewTime(clk.Now())})
 	reqs := c.Observe(lost)
 	if len(reqs) != 1 || reqs[0].Name != "health" {
 		t.Fatalf("a claim's event should reconcile its NodePool, got %v", reqs)
@@ -141,7 +141,7 @@ func TestNodeRegistrationHealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := reconcileAndGet("health")
-	expect("registration failed", got, metav1.ConditionFalse, lifecycle.ReasonRegistrationTimedOut)
+	expect("registration failed", got, metav1.ConditionFalse, nodeclaim.ReasonRegistrationTimedOut)
 	if !strings.Contains(got.Message, "NodeClaim lost") {
 		t.Errorf("message %q should name the claim", got.Message)
 	}
@@ -153,9 +153,9 @@ func TestNodeRegistrationHealthy(t *testing.T) {
 
 	clk.Step(time.Minute)
 	claim(t, "slow", "health", metav1.Condition{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionFalse,
-		Reason: lifecycle.ReasonInitializationTimedOut, Message: "not initialized", LastTransitionTime: metav1.NewTime(clk.Now())})
+		Reason: nodeclaim.ReasonInitializationTimedOut, Message: "not initialized", LastTransitionTime: metav1.NewTime(clk.Now())})
 	// No event seen for it (a restart): the NodePool's reconcile finds it.
-	expect("initialization failed", reconcileAndGet("health"), metav1.ConditionFalse, lifecycle.ReasonInitializationTimedOut)
+	expect("initialization failed", reconcileAndGet("health"), metav1.ConditionFalse, nodeclaim.ReasonInitializationTimedOut)
 
 	// Another writer's merge patch of the status drops the condition.
 	stored := &v1.NodePool{}
@@ -168,7 +168,7 @@ func TestNodeRegistrationHealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute) // started over, the condition would forget the failure
-	expect("dropped by another writer", reconcileAndGet("health"), metav1.ConditionFalse, lifecycle.ReasonInitializationTimedOut)
+	expect("dropped by another writer", reconcileAndGet("health"), metav1.ConditionFalse, nodeclaim.ReasonInitializationTimedOut)
 
 	clk.Step(time.Minute)
 	stored = &v1.NodePool{}
@@ -194,7 +194,7 @@ func TestOutcomeChanged(t *testing.T) {
 	}
 	launched := metav1.Condition{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue}
 	registered := metav1.Condition{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionTrue}
-	lost := metav1.Condition{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionFalse, Reason: lifecycle.ReasonRegistrationTimedOut}
+	lost := metav1.Condition{Type: v1.ConditionTypeRegistered, Status: metav1.ConditionFalse, Reason: nodeclaim.ReasonRegistrationTimedOut}
 	podEvent := with(launched, registered)
 	podEvent.Status.LastPodEventTime = metav1.Now()
 	for _, tt := range []struct {

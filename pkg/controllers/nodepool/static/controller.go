@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
-	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -42,16 +42,19 @@ func NewController(kube client.Client, recorder record.EventRecorder) *Controlle
 	return &Controller{kube: kube, recorder: recorder}
 }
 
+// Name is the controller's name.
+func (c *Controller) Name() string { return "nodepool.static" }
+
 // Register adds the controller to mgr: a NodePool, or a change to one of its
 // NodeClaims or Nodes, reconciles the pool.
-func (c *Controller) Register(mgr ctrl.Manager) error {
+func (c *Controller) Register(_ context.Context, mgr ctrl.Manager) error {
 	toPool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if pool := o.GetLabels()[v1.NodePoolLabelKey]; pool != "" {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pool}}}
 		}
 		return nil
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("nodepool.static").
+	return ctrl.NewControllerManagedBy(mgr).Named(c.Name()).
 		For(&v1.NodePool{}).
 		Watches(&v1.NodeClaim{}, toPool).
 		Watches(&corev1.Node{}, toPool).
@@ -154,7 +157,7 @@ func (c *Controller) act(ctx context.Context, np *v1.NodePool, d Decision) error
 	var errs []error
 	var created []*v1.NodeClaim
 	for range d.Create {
-		nc, err := provisioning.TemplateNodeClaim(np)
+		nc, err := nodeclaim.FromTemplate(np)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("NodePool %s: %w", np.Name, err))
 			break

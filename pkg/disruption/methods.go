@@ -158,27 +158,20 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 		allSpot = allSpot && c.CapacityType == v1.CapacityTypeSpot
 	}
 	cmd := &Command{Reason: v1.DisruptionReasonUnderutilized, Kind: kind, Candidates: cands, Savings: current}
-	switch len(plan.NewNodes) {
-	case 0:
+	ceiling := d.ceiling(current)
+	switch {
+	case len(plan.NewNodes) == 0:
 		if why := d.balanced(cands, cmd.Savings); why != "" {
 			return nil, why
 		}
 		return cmd, ""
-	case 1:
-	default:
+	case len(plan.NewNodes) > 1 && kind == KindMulti:
+		return d.repack(cmd, plan, current, ceiling, allSpot)
+	case len(plan.NewNodes) > 1:
 		return nil, fmt.Sprintf("its pods would need %d new nodes", len(plan.NewNodes))
 	}
 	r := plan.NewNodes[0]
-	ceiling := d.ceiling(current)
-	var options []*scheduling.InstanceType
-	spot, onDemand := false, false
-	for _, it := range r.InstanceTypes {
-		if o, ok := it.CheapestOffering(r.Requirements); ok && o.Price < ceiling {
-			options = append(options, it)
-			spot = spot || o.CapacityType == v1.CapacityTypeSpot
-			onDemand = onDemand || underCeiling(it, r.Requirements, v1.CapacityTypeOnDemand, ceiling)
-		}
-	}
+	options, spot, onDemand := cheaperOptions(r, ceiling)
 	if len(options) == 0 {
 		return nil, fmt.Sprintf("no replacement saves enough: the cheapest costs $%.4f/h against $%.4f/h now", r.Offering.Price, current)
 	}
@@ -208,6 +201,52 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 		return nil, why
 	}
 	return cmd, ""
+}
+
+// repack replaces several nodes by the several new nodes the engine plans for their
+// pods, when together those cost less than the ceiling: nodes sized for pods that
+// have gone are repacked onto nodes sized for the pods left, which no move into at
+// most one node reaches (Karpenter stops there). Each replacement keeps only the
+// options that leave the total under the ceiling whichever of them launches.
+func (d *decider) repack(cmd *Command, plan *scheduling.Plan, current, ceiling float64, allSpot bool) (*Command, string) {
+	total := plan.Cost()
+	if total >= ceiling {
+		return nil, fmt.Sprintf("no replacements save enough: the %d cheapest cost $%.4f/h against $%.4f/h now", len(plan.NewNodes), total, current)
+	}
+	slack := (ceiling - total) / float64(len(plan.NewNodes))
+	for _, r := range plan.NewNodes {
+		options, spot, onDemand := cheaperOptions(r, r.Offering.Price+slack)
+		if len(options) == 0 {
+			return nil, fmt.Sprintf("no instance type for a replacement costs under $%.4f/h", r.Offering.Price+slack)
+		}
+		if allSpot && spot {
+			return nil, "spot nodes are not consolidated together into spot"
+		}
+		r = restrict(r, options)
+		if spot && !onDemand {
+			r = requireCapacityType(r, v1.CapacityTypeSpot)
+		}
+		cmd.Replacements = append(cmd.Replacements, r)
+	}
+	cmd.Savings = current - total
+	if why := d.balanced(cmd.Candidates, cmd.Savings); why != "" {
+		return nil, why
+	}
+	return cmd, ""
+}
+
+// cheaperOptions are a planned node's instance types with an offering within its
+// requirements under ceiling (in its price order), and whether spot, and
+// on-demand, offerings under ceiling are among them.
+func cheaperOptions(r *scheduling.NewNode, ceiling float64) (options []*scheduling.InstanceType, spot, onDemand bool) {
+	for _, it := range r.InstanceTypes {
+		if o, ok := it.CheapestOffering(r.Requirements); ok && o.Price < ceiling {
+			options = append(options, it)
+			spot = spot || o.CapacityType == v1.CapacityTypeSpot
+			onDemand = onDemand || underCeiling(it, r.Requirements, v1.CapacityTypeOnDemand, ceiling)
+		}
+	}
+	return options, spot, onDemand
 }
 
 // restrict narrows a planned node to the given instance types (a prefix of its

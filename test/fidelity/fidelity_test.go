@@ -12,6 +12,7 @@ package fidelity
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -290,5 +291,154 @@ func cleanUp(t *testing.T, pool string, objs []client.Object) {
 	}
 	for _, o := range objs[:2] {
 		_ = kube.Delete(ctx, o)
+	}
+}
+
+// TestScaleDownToPlan measures disruption throughput (issue 16.3): 100 nodes
+// (TAILOR_FIDELITY_SHRINK_NODES), each left an eighth used once their big pods go,
+// under a 100% budget and the controller's default intervals. It logs how long
+// consolidation takes to bring the NodePool within 5% of a fresh plan's price of
+// the pods left, every pod running; the target is two minutes.
+func TestScaleDownToPlan(t *testing.T) {
+	ctx := t.Context()
+	const pool = "shrink"
+	nodes := int32(100)
+	if s := os.Getenv("TAILOR_FIDELITY_SHRINK_NODES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			t.Fatalf("TAILOR_FIDELITY_SHRINK_NODES: want a number of nodes, got %q", s)
+		}
+		nodes = int32(n)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
+	np.Spec.Template.Labels = map[string]string{"pool": pool}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: pool}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	// fill takes a node per pod (hostname anti-affinity); light lands in the room
+	// fill leaves, and stays once fill is gone.
+	fill := deployment("shrink-fill", pool, nodes, "1", "1536Mi")
+	fill.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shrink-fill"}}}}}}
+	light := deployment("shrink-light", pool, nodes, "250m", "256Mi")
+	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, np, fill}
+	for _, o := range objs {
+		if err := kube.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	objs = append(objs, light)
+	defer cleanUp(t, pool, objs)
+	untilRunning := func(want int) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
+			n, err := runningPods(ctx, pool)
+			return err == nil && n == want, nil
+		}); err != nil {
+			n, _ := runningPods(ctx, pool)
+			t.Fatalf("%d of %d pods running: %v", n, want, err)
+		}
+	}
+	untilRunning(int(nodes))
+	if err := kube.Create(ctx, light); err != nil {
+		t.Fatal(err)
+	}
+	untilRunning(2 * int(nodes))
+	poolPrice := func(ctx context.Context, its []*scheduling.InstanceType) (float64, int, error) {
+		claims, err := claimsOf(ctx, pool)
+		price, n := 0.0, 0
+		for _, nc := range claims {
+			if nc.DeletionTimestamp != nil {
+				continue
+			}
+			p, _ := scheduling.OfferingPrice(its, nc.Labels)
+			price += p
+			n++
+		}
+		return price, n, err
+	}
+	_, its := freshPlan(t, np)
+	peak, peakNodes, err := poolPrice(ctx, its)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// fill goes; consolidation may begin.
+	if err := kube.Delete(ctx, fill); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		err := kube.List(ctx, pods, client.MatchingLabels{"app": "shrink-fill"})
+		return err == nil && len(pods.Items) == 0, nil
+	}); err != nil {
+		t.Fatalf("the fill pods are not gone: %v", err)
+	}
+	plan, _ := freshPlan(t, np)
+	fresh := plan.Cost()
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+	if err := kube.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var reached time.Duration
+	var price float64
+	var count int
+	var timeline []string
+	last := time.Duration(-1)
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 8*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, n, err := poolPrice(ctx, its)
+		if err != nil {
+			return false, nil
+		}
+		price, count = p, n
+		if since := time.Since(start); since-last >= 15*time.Second {
+			timeline = append(timeline, fmt.Sprintf("%s %d nodes $%.4f/h", since.Round(time.Second), n, p))
+			last = since
+		}
+		// Reached: the plan's price with every pod running again.
+		if running, err := runningPods(ctx, pool); err == nil && running == int(nodes) && price <= fresh*1.05 {
+			reached = time.Since(start)
+		}
+		return reached > 0, nil
+	})
+	t.Logf("timeline: %s", strings.Join(timeline, "; "))
+	mix := func(names []string) string {
+		counts := map[string]int{}
+		for _, n := range names {
+			counts[n]++
+		}
+		var out []string
+		for _, n := range slices.Sorted(maps.Keys(counts)) {
+			out = append(out, fmt.Sprintf("%d×%s", counts[n], n))
+		}
+		return strings.Join(out, " ")
+	}
+	var live, planned []string
+	if claims, err := claimsOf(ctx, pool); err == nil {
+		for _, nc := range claims {
+			if nc.DeletionTimestamp == nil {
+				live = append(live, nc.Labels[v1.LabelInstanceType])
+			}
+		}
+	}
+	for _, n := range plan.NewNodes {
+		planned = append(planned, n.InstanceType.Name)
+	}
+	t.Logf("live: %s; plan: %s", mix(live), mix(planned))
+	running, _ := runningPods(ctx, pool)
+	t.Logf("%d nodes at $%.4f/h with %d fill and %d light pods; fill gone: a fresh plan of the light pods costs $%.4f/h (%d nodes); "+
+		"within 5%% of it after %s: %d nodes at $%.4f/h, %d pods running",
+		peakNodes, peak, nodes, nodes, fresh, len(plan.NewNodes), reached.Round(time.Second), count, price, running)
+	if err != nil {
+		t.Errorf("not within 5%% of the fresh plan after %s: %d nodes at $%.4f/h", time.Since(start).Round(time.Second), count, price)
+	} else if reached > 2*time.Minute {
+		t.Errorf("took %s to reach the plan's price; the target is 2 minutes", reached.Round(time.Second))
 	}
 }

@@ -6,7 +6,9 @@
 //
 //	TAILOR_FIDELITY=1 go test -v -timeout 60m ./test/fidelity/
 //
-// TAILOR_FIDELITY_SIZES sets the inflate sizes (default 40,100,500).
+// TAILOR_FIDELITY_SIZES sets the inflate sizes (default 40,100,500);
+// TAILOR_FIDELITY_SETTLE=1 then lets consolidation run and logs where each
+// workload comes to rest.
 package fidelity
 
 import (
@@ -204,6 +206,51 @@ func measure(t *testing.T, pool string, shapes []shape) {
 	}
 	if math.Abs(priceGap) > 5 || math.Abs(nodeGap) > 5 {
 		t.Errorf("the live cluster is more than 5%% off its plan")
+	}
+	if os.Getenv("TAILOR_FIDELITY_SETTLE") != "" {
+		settle(t, np, its, plan, total)
+	}
+}
+
+// settle lets consolidation run as a NodePool's defaults have it (consolidateAfter
+// 0s) and logs where the live cluster comes to rest against the same plan: no
+// claim created or deleted for 30s, every pod running.
+func settle(t *testing.T, np *v1.NodePool, its []*scheduling.InstanceType, plan *scheduling.Plan, total int) {
+	ctx := t.Context()
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+	if err := kube.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	start, since := time.Now(), time.Now()
+	var names []string
+	var price float64
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		claims, err := claimsOf(ctx, np.Name)
+		if err != nil {
+			return false, nil
+		}
+		var now []string
+		price = 0
+		for _, nc := range claims {
+			now = append(now, nc.Name)
+			p, _ := scheduling.OfferingPrice(its, nc.Labels)
+			price += p
+		}
+		slices.Sort(now)
+		if !slices.Equal(now, names) {
+			names, since = now, time.Now()
+		}
+		running, err := runningPods(ctx, np.Name)
+		return err == nil && running == total && time.Since(since) > 30*time.Second, nil
+	})
+	priceGap := 100 * (price - plan.Cost()) / plan.Cost()
+	t.Logf("%s settled with consolidation after %s: %d nodes at $%.4f/h, %+.1f%% price against the plan",
+		np.Name, since.Sub(start).Round(time.Second), len(names), price, priceGap)
+	if err != nil {
+		t.Errorf("%s did not settle: %v", np.Name, err)
 	}
 }
 

@@ -98,7 +98,7 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("termination").
 		For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeclaim.ClaimsOfNode(c.kube))).
-		Complete(c); err != nil {
+		Complete(nodeclaim.QuietConflicts(c)); err != nil {
 		return err
 	}
 	deleting := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -106,7 +106,7 @@ func (c *Controller) Register(ctx context.Context, mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("termination.node").
 		For(&corev1.Node{}, builder.WithPredicates(deleting)).
-		Complete(reconcile.Func(c.ReconcileNode))
+		Complete(nodeclaim.QuietConflicts(reconcile.Func(c.ReconcileNode)))
 }
 
 // IndexFields registers the cache indexes the controller lists by.

@@ -501,7 +501,8 @@ func (s *Server) describeImages(q *queryParams) (ec2Response, error) {
 			"is-public":           func(im *Image) []string { return []string{boolString(im.OwnerID != s.opts.AccountID)} },
 			"root-device-type":    func(*Image) []string { return []string{"ebs"} },
 			"virtualization-type": func(*Image) []string { return []string{"hvm"} },
-			"platform-details":    func(*Image) []string { return []string{"Linux/UNIX"} },
+			"platform-details":    func(im *Image) []string { return []string{im.platformDetails()} },
+			"platform":            func(im *Image) []string { return []string{im.Platform} },
 		},
 		tags: func(im *Image) map[string]string { return im.Tags },
 	}.compile(readFilters(q))
@@ -546,13 +547,20 @@ func (s *Server) describeImages(q *queryParams) (ec2Response, error) {
 	}{Images: items, NextToken: next}, nil
 }
 
+func (im *Image) platformDetails() string {
+	if im.Platform == "windows" {
+		return "Windows"
+	}
+	return "Linux/UNIX"
+}
+
 func (s *Server) imageView(im *Image) xmlImage {
 	x := xmlImage{
 		ImageID: im.ID, ImageLocation: im.OwnerAlias + "/" + im.Name, ImageState: "available", ImageOwnerID: im.OwnerID,
 		CreationDate: time.Time(im.CreationDate).UTC().Format("2006-01-02T15:04:05.000Z"), IsPublic: im.OwnerID != s.opts.AccountID,
 		Architecture: im.Architecture, ImageType: "machine", ImageOwnerAlias: im.OwnerAlias, Name: im.Name,
 		Description: im.Description, RootDeviceType: "ebs", RootDeviceName: im.RootDeviceName, VirtualizationType: "hvm",
-		Hypervisor: "xen", EnaSupport: true, SriovNetSupport: "simple", PlatformDetails: "Linux/UNIX",
+		Hypervisor: "xen", EnaSupport: true, SriovNetSupport: "simple", Platform: im.Platform, PlatformDetails: im.platformDetails(),
 		UsageOperation: "RunInstances", Tags: tagItems(im.Tags),
 	}
 	if im.OwnerAlias == "" {

@@ -201,6 +201,7 @@ type xmlImage struct {
 	EnaSupport         bool                  `xml:"enaSupport"`
 	SriovNetSupport    string                `xml:"sriovNetSupport"`
 	BootMode           string                `xml:"bootMode,omitempty"`
+	Platform           string                `xml:"platform,omitempty"`
 	PlatformDetails    string                `xml:"platformDetails"`
 	UsageOperation     string                `xml:"usageOperation"`
 	DeprecationTime    string                `xml:"deprecationTime,omitempty"`

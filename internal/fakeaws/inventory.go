@@ -58,7 +58,9 @@ type Image struct {
 	Name        string
 	Description string
 	// Architecture is EC2's: x86_64 or arm64.
-	Architecture    string
+	Architecture string
+	// Platform is "windows" for Windows images, as EC2 has it, and empty for Linux.
+	Platform        string
 	OwnerID         string
 	OwnerAlias      string
 	CreationDate    time.Time
@@ -195,7 +197,7 @@ func (s *Server) buildInventory() error {
 		c.Name = "tailor"
 	}
 	if c.Version == "" {
-		c.Version = "1.34"
+		c.Version = defaultKubernetesVersion
 	}
 	if c.Endpoint == "" {
 		c.Endpoint = fmt.Sprintf("https://%016X%016X.gr7.%s.eks.amazonaws.com", fnvHash(c.Name), fnvHash(s.opts.Region+"/"+c.Name), s.opts.Region)
@@ -293,6 +295,9 @@ func zoneNames(zs []zone) []string {
 	}
 	return out
 }
+
+// defaultKubernetesVersion is the EKS cluster's version when Options name none.
+const defaultKubernetesVersion = "1.34"
 
 // Owners of the public EKS images.
 const (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,8 @@ type bootingInstance struct {
 	typ  *instanceType
 	// due is whether the instance has run long enough to register.
 	due bool
+	// os is the kubelet's operating system, its image's platform.
+	os string
 }
 
 // Sync registers the Nodes of instances due to register and deletes those of
@@ -92,8 +95,12 @@ func (k *Kubelet) Sync(ctx context.Context) error {
 	byID := map[string]bootingInstance{}
 	for _, id := range order {
 		i := s.ec2.instances[id]
-		byID[id] = bootingInstance{inst: s.snapshotLocked(i), typ: s.inv.types[i.Type],
+		b := bootingInstance{inst: s.snapshotLocked(i), typ: s.inv.types[i.Type], os: "linux",
 			due: i.State == stateRunning && !now.Before(i.StateAt.Add(k.opts.RegistrationDelay))}
+		if j := slices.IndexFunc(s.inv.images, func(im *Image) bool { return im.ID == i.ImageID }); j >= 0 && s.inv.images[j].Platform == "windows" {
+			b.os = "windows"
+		}
+		byID[id] = b
 	}
 	s.mu.Unlock()
 
@@ -171,9 +178,9 @@ func (k *Kubelet) node(b bootingInstance, now time.Time) (*corev1.Node, error) {
 	// What the kubelet and the cloud controller manager set themselves.
 	maps.Copy(labels, map[string]string{
 		corev1.LabelHostname:                       name,
-		corev1.LabelOSStable:                       "linux",
+		corev1.LabelOSStable:                       b.os,
 		corev1.LabelArchStable:                     arch,
-		"beta.kubernetes.io/os":                    "linux",
+		"beta.kubernetes.io/os":                    b.os,
 		"beta.kubernetes.io/arch":                  arch,
 		corev1.LabelInstanceTypeStable:             b.inst.Type,
 		"beta.kubernetes.io/instance-type":         b.inst.Type,
@@ -205,7 +212,7 @@ func (k *Kubelet) node(b bootingInstance, now time.Time) (*corev1.Node, error) {
 				{Type: corev1.NodeHostName, Address: name},
 				{Type: corev1.NodeInternalDNS, Address: name},
 			},
-			NodeInfo: corev1.NodeSystemInfo{Architecture: arch, OperatingSystem: "linux", KubeletVersion: "v" + k.server.Cluster().Version + ".0",
+			NodeInfo: corev1.NodeSystemInfo{Architecture: arch, OperatingSystem: b.os, KubeletVersion: "v" + k.server.Cluster().Version + ".0",
 				SystemUUID: b.inst.ID, MachineID: strings.TrimPrefix(b.inst.ID, "i-")},
 		},
 	}, nil

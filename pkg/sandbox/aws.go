@@ -36,6 +36,9 @@ const (
 // security groups the default EC2NodeClass discovers.
 const AWSCluster = "tailor-sandbox"
 
+// sandboxAccount is the fake AWS account's ID.
+const sandboxAccount = "123456789012"
+
 // fakeAWSURLFile holds the fake AWS's endpoint once it serves.
 const fakeAWSURLFile = "fake-aws-url"
 
@@ -61,7 +64,15 @@ func ServeFakeAWS(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	fake, err := fakeaws.New(fakeaws.LocalClusterOptions(AWSCluster, serverVersion(cfg), cfg.Host, cfg.CAData))
+	version := serverVersion(cfg)
+	opts := fakeaws.LocalClusterOptions(AWSCluster, version, cfg.Host, cfg.CAData)
+	// The account also holds what Karpenter's public examples select, so that they
+	// run here unchanged but for the cluster name.
+	opts.AccountID = sandboxAccount
+	keepZones := opts.Inventory
+	examples := fakeaws.KarpenterExamples(AWSCluster, version, sandboxAccount)
+	opts.Inventory = func(inv *fakeaws.Inventory) { keepZones(inv); examples(inv) }
+	fake, err := fakeaws.New(opts)
 	if err != nil {
 		return err
 	}

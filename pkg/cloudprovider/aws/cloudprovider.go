@@ -229,13 +229,15 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 	root := RootVolumeSize(nc)
 	model := allocatable.EKS{VMMemoryOverheadPercent: c.opts.VMMemoryOverheadPercent, Kubelet: kubeletOf(nc.Spec.Kubelet)}
 	prices := c.prices.Prices()
+	osLabels := OSLabels(nc.AMIFamily())
 	keyJSON, _ := json.Marshal(struct {
 		Model   allocatable.EKS
 		Zones   map[string]bool
 		Root    string
 		Fetched time.Time
 		Prices  int64
-	}{model, zoneSet, root.String(), cat.fetchedAt, c.prices.Generation()})
+		OS      map[string]string
+	}{model, zoneSet, root.String(), cat.fetchedAt, c.prices.Generation(), osLabels})
 	key := string(keyJSON)
 	c.mu.Lock()
 	if types, ok := c.built[key]; ok {
@@ -251,7 +253,7 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 			}
 		}
 	}
-	types, err := BuildInstanceTypes(Catalog{Region: c.opts.Region, Types: cat.types, Zones: zones, Prices: prices}, model, root)
+	types, err := BuildInstanceTypes(Catalog{Region: c.opts.Region, Types: cat.types, Zones: zones, Prices: prices, OSLabels: osLabels}, model, root)
 	if err != nil {
 		return "", nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -71,6 +72,9 @@ type Catalog struct {
 	// DescribeInstanceTypeOfferings), among the zones of the NodeClass's subnets.
 	Zones  map[string][]string
 	Prices Prices
+	// OSLabels replace the Linux label of every type: the NodeClass's AMI family
+	// decides the OS its nodes run (see OSLabels).
+	OSLabels map[string]string
 }
 
 // BuildInstanceTypes turns EC2's types into the engine's: labels, capacity and
@@ -99,7 +103,9 @@ func BuildInstanceTypes(c Catalog, model allocatable.EKS, rootVolume resource.Qu
 		for res, n := range acceleratorResources(info) {
 			node.Capacity[res] = *resource.NewQuantity(n, resource.DecimalSI)
 		}
-		reqs := scheduling.LabelRequirements(Labels(info))
+		labels := Labels(info)
+		maps.Copy(labels, c.OSLabels)
+		reqs := scheduling.LabelRequirements(labels)
 		var zs, cts []string
 		for _, o := range offerings {
 			zs = append(zs, o.Zone)

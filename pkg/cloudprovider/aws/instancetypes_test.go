@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -168,6 +170,20 @@ func TestBuildInstanceTypes(t *testing.T) {
 	}
 	if gpus := g5.Capacity[ResourceNVIDIAGPU]; gpus.Value() != 1 {
 		t.Errorf("g5.xlarge nvidia.com/gpu %s, want 1", gpus.String())
+	}
+	if os, _ := m5.Requirements.Get(v1.LabelOS); !slices.Equal(os.Values(), []string{"linux"}) {
+		t.Errorf("m5.large OS %v, want linux", os.Values())
+	}
+	// A Windows NodeClass's types are Windows nodes of its build.
+	cat.OSLabels = OSLabels(awsv1.AMIFamilyWindows2022)
+	windows, err := BuildInstanceTypes(cat, allocatable.DefaultEKS(), resource.Quantity{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{v1.LabelOS: "windows", LabelWindowsBuild: "10.0.20348"} {
+		if r, _ := windows[1].Requirements.Get(key); !slices.Equal(r.Values(), []string{want}) {
+			t.Errorf("m5.large for Windows2022: %s %v, want %s", key, r.Values(), want)
+		}
 	}
 	for key, want := range map[string][]string{v1.LabelZone: {"us-east-1a", "us-east-1b"}, v1.CapacityTypeLabelKey: {"on-demand", "spot"}, v1.LabelRegion: {"us-east-1"}} {
 		r, ok := m5.Requirements.Get(key)

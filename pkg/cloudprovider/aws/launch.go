@@ -255,8 +255,11 @@ func RootVolumeSize(nc *awsv1.EC2NodeClass) resource.Quantity {
 		}
 	}
 	want := "/dev/xvda"
-	if nc.AMIFamily() == awsv1.AMIFamilyBottlerocket {
+	switch {
+	case nc.AMIFamily() == awsv1.AMIFamilyBottlerocket:
 		want = "/dev/xvdb"
+	case windowsBuilds[nc.AMIFamily()] != "":
+		want = "/dev/sda1"
 	}
 	for _, m := range mappings {
 		if deref(m.DeviceName) == want && m.EBS != nil && m.EBS.VolumeSize != nil {
@@ -267,7 +270,8 @@ func RootVolumeSize(nc *awsv1.EC2NodeClass) resource.Quantity {
 }
 
 // BlockDeviceMappings are the NodeClass's, or its family's defaults: a 20Gi gp3
-// root volume (Bottlerocket: a 4Gi OS volume and a 20Gi data volume), encrypted.
+// root volume (Bottlerocket: a 4Gi OS volume and a 20Gi data volume; Windows, whose
+// images boot from /dev/sda1: 50Gi), encrypted.
 func BlockDeviceMappings(nc *awsv1.EC2NodeClass) []*awsv1.BlockDeviceMapping {
 	if len(nc.Spec.BlockDeviceMappings) > 0 {
 		return nc.Spec.BlockDeviceMappings
@@ -282,6 +286,8 @@ func BlockDeviceMappings(nc *awsv1.EC2NodeClass) []*awsv1.BlockDeviceMapping {
 		return []*awsv1.BlockDeviceMapping{volume("/dev/xvda", "4Gi", false), volume("/dev/xvdb", "20Gi", true)}
 	case awsv1.AMIFamilyCustom:
 		return nil
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		return []*awsv1.BlockDeviceMapping{volume("/dev/sda1", "50Gi", true)}
 	}
 	return []*awsv1.BlockDeviceMapping{volume("/dev/xvda", "20Gi", true)}
 }

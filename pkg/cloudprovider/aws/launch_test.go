@@ -269,6 +269,15 @@ func TestRootVolumeSize(t *testing.T) {
 	if got := RootVolumeSize(br); got.String() != "20Gi" {
 		t.Errorf("bottlerocket's kubelet volume is its data volume: %s", got.String())
 	}
+	// EKS's Windows images boot from /dev/sda1: a /dev/xvda mapping would be a
+	// second, unused volume.
+	win := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{AMIFamily: aws.String(awsv1.AMIFamilyWindows2022)}}
+	if m := BlockDeviceMappings(win); len(m) != 1 || *m[0].DeviceName != "/dev/sda1" {
+		t.Errorf("windows default mappings: %+v", m)
+	}
+	if got := RootVolumeSize(win); got.String() != "50Gi" {
+		t.Errorf("windows root volume: %s", got.String())
+	}
 	size := resource.MustParse("100Gi")
 	custom := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{BlockDeviceMappings: []*awsv1.BlockDeviceMapping{
 		{DeviceName: aws.String("/dev/xvda"), EBS: &awsv1.BlockDevice{VolumeSize: &size}, RootVolume: true}}}}

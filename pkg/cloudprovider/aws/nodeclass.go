@@ -222,10 +222,14 @@ func AliasParameters(alias awsv1.Alias, kubernetesVersion string) ([]AliasParame
 		}
 	case awsv1.AMIFamilyBottlerocket:
 		version := strings.TrimPrefix(alias.Version, "v")
+		flavors := []string{"", "-nvidia"}
+		if alias.FIPS {
+			flavors = []string{"-fips", "-nvidia-fips"}
+		}
 		for _, a := range arches {
-			for _, flavor := range []string{"", "-nvidia"} {
+			for _, flavor := range flavors {
 				reqs := standard(a.kube)
-				if flavor != "" {
+				if strings.Contains(flavor, "nvidia") {
 					reqs = nvidia(a.kube)
 				}
 				out = append(out, AliasParameter{
@@ -234,10 +238,43 @@ func AliasParameters(alias awsv1.Alias, kubernetesVersion string) ([]AliasParame
 				})
 			}
 		}
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		// EKS publishes Windows images for amd64 only, and only the latest; one
+		// image serves every type, as Karpenter has it.
+		year := strings.TrimPrefix(alias.Family, "Windows")
+		reqs := []corev1.NodeSelectorRequirement{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+		for k, v := range OSLabels(alias.Family) {
+			reqs = append(reqs, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{v}})
+		}
+		slices.SortFunc(reqs, func(a, b corev1.NodeSelectorRequirement) int { return strings.Compare(a.Key, b.Key) })
+		out = append(out, AliasParameter{
+			Name:         fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", year, v),
+			Requirements: reqs,
+		})
 	default:
 		return nil, fmt.Errorf("AMI family %s is not supported by Tailor's AWS provider", alias.Family)
 	}
 	return out, nil
+}
+
+// LabelWindowsBuild is the label the kubelet of a Windows node sets to its
+// Windows build.
+const LabelWindowsBuild = "node.kubernetes.io/windows-build"
+
+// windowsBuilds are the builds of the Windows Server releases EKS has images of.
+var windowsBuilds = map[string]string{
+	awsv1.AMIFamilyWindows2019: "10.0.17763",
+	awsv1.AMIFamilyWindows2022: "10.0.20348",
+	awsv1.AMIFamilyWindows2025: "10.0.26100",
+}
+
+// OSLabels are the labels of the operating system a family's nodes run: Windows
+// for the Windows families, with their build, and Linux for the others.
+func OSLabels(family string) map[string]string {
+	if build, ok := windowsBuilds[family]; ok {
+		return map[string]string{v1.LabelOS: "windows", LabelWindowsBuild: build}
+	}
+	return map[string]string{v1.LabelOS: "linux"}
 }
 
 // ImageQuery is a DescribeImages request for a non-alias AMI selector term.

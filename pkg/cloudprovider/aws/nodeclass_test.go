@@ -54,6 +54,17 @@ func TestAliasParameters(t *testing.T) {
 			"/aws/service/bottlerocket/aws-k8s-1.34/arm64/1.44.0/image_id",
 			"/aws/service/bottlerocket/aws-k8s-1.34-nvidia/arm64/1.44.0/image_id",
 		}},
+		// The FIPS variant has parameters of its own; the standard ones would
+		// launch images without FIPS-validated crypto.
+		{"bottlerocket-fips@latest", []string{
+			"/aws/service/bottlerocket/aws-k8s-1.34-fips/x86_64/latest/image_id",
+			"/aws/service/bottlerocket/aws-k8s-1.34-nvidia-fips/x86_64/latest/image_id",
+			"/aws/service/bottlerocket/aws-k8s-1.34-fips/arm64/latest/image_id",
+			"/aws/service/bottlerocket/aws-k8s-1.34-nvidia-fips/arm64/latest/image_id",
+		}},
+		{"windows2019@latest", []string{"/aws/service/ami-windows-latest/Windows_Server-2019-English-Core-EKS_Optimized-1.34/image_id"}},
+		{"windows2022@latest", []string{"/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.34/image_id"}},
+		{"windows2025@latest", []string{"/aws/service/ami-windows-latest/Windows_Server-2025-English-Core-EKS_Optimized-1.34/image_id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.alias, func(t *testing.T) {
@@ -74,8 +85,26 @@ func TestAliasParameters(t *testing.T) {
 			}
 		})
 	}
-	if _, err := AliasParameters(awsv1.Alias{Family: awsv1.AMIFamilyWindows2022, Version: "latest"}, "1.34"); err == nil {
-		t.Error("windows aliases are not supported and must say so")
+	// A Windows image is for amd64 Windows nodes of its build only.
+	params, err := AliasParameters(awsv1.Alias{Family: awsv1.AMIFamilyWindows2022, Version: "latest"}, "1.34")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{v1.LabelArch: "amd64", v1.LabelOS: "windows", LabelWindowsBuild: "10.0.20348"}, true},
+		{map[string]string{v1.LabelArch: "amd64", v1.LabelOS: "linux"}, false},
+		{map[string]string{v1.LabelArch: "amd64", v1.LabelOS: "windows", LabelWindowsBuild: "10.0.17763"}, false},
+		{map[string]string{v1.LabelArch: "arm64", v1.LabelOS: "windows", LabelWindowsBuild: "10.0.20348"}, false},
+	} {
+		if got := Matches(params[0].Requirements, tt.labels); got != tt.want {
+			t.Errorf("windows2022 image for %v: %v, want %v", tt.labels, got, tt.want)
+		}
+	}
+	if _, err := AliasParameters(awsv1.Alias{Family: awsv1.AMIFamilyAL2, Version: "latest"}, "1.34"); err == nil {
+		t.Error("EKS publishes no AL2 images for 1.33 and later: the al2 alias must say it is not supported")
 	}
 }
 

@@ -112,6 +112,10 @@ func UserData(b Bootstrap) (string, error) {
 		return al2023UserData(b)
 	case awsv1.AMIFamilyBottlerocket:
 		return bottlerocketUserData(b)
+	case awsv1.AMIFamilyAL2:
+		return al2UserData(b)
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		return windowsUserData(b), nil
 	case awsv1.AMIFamilyCustom, "":
 		return deref(b.UserData), nil
 	}
@@ -188,12 +192,92 @@ func al2023UserData(b Bootstrap) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	parts, err := userParts(deref(b.UserData))
+	parts, err := userParts(deref(b.UserData), "application/node.eks.aws")
 	if err != nil {
 		return "", fmt.Errorf("spec.userData: %w", err)
 	}
 	parts = append(parts, mimePart{contentType: "application/node.eks.aws", body: ours})
 	return renderMIME(parts)
+}
+
+const shellScript = `text/x-shellscript; charset="us-ascii"`
+
+// al2UserData is a MIME multi-part document: the user's parts first, then a
+// script calling the EKS AMI's bootstrap.sh with the cluster and kubelet flags.
+func al2UserData(b Bootstrap) (string, error) {
+	var script strings.Builder
+	fmt.Fprintf(&script, "#!/bin/bash -xe\n/etc/eks/bootstrap.sh '%s' --apiserver-endpoint '%s' --b64-cluster-ca '%s'",
+		b.Cluster.Name, b.Cluster.Endpoint, b.Cluster.CABundle)
+	if dns := b.clusterDNS(); len(dns) > 0 {
+		fmt.Fprintf(&script, " --dns-cluster-ip '%s'", dns[0])
+	}
+	// bootstrap.sh would otherwise compute its own max pods over Tailor's.
+	fmt.Fprintf(&script, " --use-max-pods false --kubelet-extra-args '%s'\n", strings.Join(b.kubeletFlags(), " "))
+	parts, err := userParts(deref(b.UserData), shellScript)
+	if err != nil {
+		return "", fmt.Errorf("spec.userData: %w", err)
+	}
+	parts = append(parts, mimePart{contentType: shellScript, body: []byte(script.String())})
+	return renderMIME(parts)
+}
+
+// windowsUserData is a PowerShell script: the user's commands, then the EKS
+// Windows AMI's Start-EKSBootstrap.ps1 with the cluster and kubelet flags.
+func windowsUserData(b Bootstrap) string {
+	user := strings.TrimSpace(deref(b.UserData))
+	user = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(user, "<powershell>"), "</powershell>"))
+	var script strings.Builder
+	script.WriteString("<powershell>\n")
+	if user != "" {
+		script.WriteString(user + "\n")
+	}
+	script.WriteString("[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n")
+	fmt.Fprintf(&script, "& $EKSBootstrapScriptFile -EKSClusterName '%s' -APIServerEndpoint '%s' -Base64ClusterCA '%s' -KubeletExtraArgs '%s'",
+		b.Cluster.Name, b.Cluster.Endpoint, b.Cluster.CABundle, strings.Join(b.kubeletFlags(), " "))
+	if dns := b.clusterDNS(); len(dns) > 0 {
+		fmt.Fprintf(&script, " -DNSClusterIP '%s'", dns[0])
+	}
+	script.WriteString("\n</powershell>\n")
+	return script.String()
+}
+
+// kubeletFlags are the kubelet's command-line flags for families that bootstrap
+// through a script (AL2, Windows): labels, taints, max pods, reservations.
+func (b Bootstrap) kubeletFlags() []string {
+	var flags []string
+	if len(b.Labels) > 0 {
+		flags = append(flags, fmt.Sprintf("--node-labels=%q", joinLabels(b.Labels)))
+	}
+	if len(b.Taints) > 0 {
+		var ts []string
+		for _, t := range b.Taints {
+			ts = append(ts, t.ToString())
+		}
+		flags = append(flags, fmt.Sprintf("--register-with-taints=%q", strings.Join(ts, ",")))
+	}
+	if b.MaxPods > 0 {
+		flags = append(flags, fmt.Sprintf("--max-pods=%d", b.MaxPods))
+	}
+	if k := b.Kubelet; k != nil {
+		for _, f := range []struct {
+			name string
+			m    map[string]string
+		}{{"system-reserved", toStrings(k.SystemReserved)}, {"kube-reserved", toStrings(k.KubeReserved)},
+			{"eviction-hard", toStrings(k.EvictionHard)}, {"eviction-soft", toStrings(k.EvictionSoft)}} {
+			if len(f.m) > 0 {
+				sep := "="
+				if strings.HasPrefix(f.name, "eviction") {
+					sep = "<"
+				}
+				var kv []string
+				for _, key := range slices.Sorted(maps.Keys(f.m)) {
+					kv = append(kv, key+sep+f.m[key])
+				}
+				flags = append(flags, fmt.Sprintf("--%s=%q", f.name, strings.Join(kv, ",")))
+			}
+		}
+	}
+	return flags
 }
 
 func putMap[V ~string](config map[string]any, key string, m map[string]V) {
@@ -227,8 +311,9 @@ type mimePart struct {
 }
 
 // userParts reads the user's user data: a MIME multi-part document's parts, or the
-// whole as one part, a shell script or a nodeadm document by its first line.
-func userParts(s string) ([]mimePart, error) {
+// whole as one part, a shell script by its first line or else of the family's
+// default content type.
+func userParts(s, defaultType string) ([]mimePart, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
@@ -258,9 +343,9 @@ func userParts(s string) ([]mimePart, error) {
 			out = append(out, mimePart{contentType: p.Header.Get("Content-Type"), body: body})
 		}
 	}
-	contentType := "application/node.eks.aws"
+	contentType := defaultType
 	if strings.HasPrefix(s, "#!") {
-		contentType = `text/x-shellscript; charset="us-ascii"`
+		contentType = shellScript
 	}
 	return []mimePart{{contentType: contentType, body: []byte(s)}}, nil
 }

@@ -177,3 +177,58 @@ func TestCustomUserData(t *testing.T) {
 		t.Errorf("custom user data must be the user's as-is: %q, %v", got, err)
 	}
 }
+
+func TestAL2UserData(t *testing.T) {
+	user := "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"EXAMPLEBOUNDARY\"\n\n--EXAMPLEBOUNDARY\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\necho custom\n--EXAMPLEBOUNDARY--\n"
+	doc, err := UserData(testBootstrap(awsv1.AMIFamilyAL2, &user))
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, bodies := mimeParts(t, doc)
+	if diff := cmp.Diff([]string{shellScript, shellScript}, types); diff != "" {
+		t.Fatalf("parts (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(bodies[0], "echo custom") {
+		t.Errorf("the user's script must run first: %q", bodies[0])
+	}
+	want := "/etc/eks/bootstrap.sh 'demo' --apiserver-endpoint 'https://demo.example' --b64-cluster-ca 'Q0E=' --dns-cluster-ip '10.100.0.10' " +
+		"--use-max-pods false --kubelet-extra-args '--node-labels=\"karpenter.sh/nodepool=default,team=payments\" " +
+		"--register-with-taints=\"dedicated=gpu:NoSchedule,karpenter.sh/unregistered:NoExecute\" --max-pods=29 --kube-reserved=\"cpu=200m\"'"
+	if !strings.Contains(bodies[1], want) {
+		t.Errorf("bootstrap script:\n%s\nwant it to contain:\n%s", bodies[1], want)
+	}
+	// A bare script is a shell script part, not a nodeadm document as on AL2023.
+	bare := "echo no shebang"
+	doc, err = UserData(testBootstrap(awsv1.AMIFamilyAL2, &bare))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if types, _ := mimeParts(t, doc); types[0] != shellScript {
+		t.Errorf("bare user data part: %q", types[0])
+	}
+}
+
+func TestWindowsUserData(t *testing.T) {
+	user := "New-Item -Path 'C:\\temp\\' -ItemType Directory\n"
+	for _, family := range []string{awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025} {
+		doc, err := UserData(testBootstrap(family, &user))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "<powershell>\nNew-Item -Path 'C:\\temp\\' -ItemType Directory\n" +
+			"[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n" +
+			"& $EKSBootstrapScriptFile -EKSClusterName 'demo' -APIServerEndpoint 'https://demo.example' -Base64ClusterCA 'Q0E=' " +
+			"-KubeletExtraArgs '--node-labels=\"karpenter.sh/nodepool=default,team=payments\" " +
+			"--register-with-taints=\"dedicated=gpu:NoSchedule,karpenter.sh/unregistered:NoExecute\" --max-pods=29 --kube-reserved=\"cpu=200m\"' " +
+			"-DNSClusterIP '10.100.0.10'\n</powershell>\n"
+		if diff := cmp.Diff(want, doc); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", family, diff)
+		}
+	}
+	// The user's own <powershell> tags are not nested in ours.
+	tagged := "<powershell>\nWrite-Host hi\n</powershell>"
+	doc, _ := UserData(testBootstrap(awsv1.AMIFamilyWindows2022, &tagged))
+	if strings.Count(doc, "<powershell>") != 1 || !strings.HasPrefix(doc, "<powershell>\nWrite-Host hi\n[string]") {
+		t.Errorf("user tags:\n%s", doc)
+	}
+}

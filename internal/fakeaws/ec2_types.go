@@ -36,7 +36,10 @@ func (t *instanceType) view() xmlInstanceType {
 		PhcSupport: "unsupported",
 	}
 	if t.Hypervisor == "nitro" {
+		// Nitro types share 28 attachments between EBS volumes, network interfaces
+		// and NVMe instance-store volumes.
 		x.EBSInfo.NvmeSupport = "required"
+		x.EBSInfo.AttachmentLimitType, x.EBSInfo.MaximumEbsAttachments = "shared", 28
 	} else {
 		x.NetworkInfo.EnaSupport = "unsupported"
 	}

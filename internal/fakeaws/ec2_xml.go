@@ -89,9 +89,11 @@ type xmlDiskInfo struct {
 }
 
 type xmlEBSInfo struct {
-	EBSOptimizedSupport string `xml:"ebsOptimizedSupport"`
-	EncryptionSupport   string `xml:"encryptionSupport"`
-	NvmeSupport         string `xml:"nvmeSupport"`
+	EBSOptimizedSupport   string `xml:"ebsOptimizedSupport"`
+	EncryptionSupport     string `xml:"encryptionSupport"`
+	NvmeSupport           string `xml:"nvmeSupport"`
+	AttachmentLimitType   string `xml:"attachmentLimitType,omitempty"`
+	MaximumEbsAttachments int32  `xml:"maximumEbsAttachments,omitempty"`
 }
 
 type xmlNetworkInfo struct {

@@ -115,10 +115,49 @@ func BuildInstanceTypes(c Catalog, model allocatable.EKS, rootVolume resource.Qu
 			With(scheduling.MustRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, cts...)).
 			With(scheduling.MustRequirement(v1.LabelRegion, v1.NodeSelectorOpIn, c.Region))
 		out = append(out, &scheduling.InstanceType{Name: name, Requirements: reqs, Offerings: offerings,
-			Capacity: node.Capacity, Overhead: node.Overhead})
+			Capacity: node.Capacity, Overhead: node.Overhead, VolumeLimits: ebsVolumeLimits(info)})
 	}
 	slices.SortFunc(out, func(a, b *scheduling.InstanceType) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// EBSCSIDriver is the EBS CSI driver, under whose name a node's CSINode reports
+// how many EBS volumes it attaches.
+const EBSCSIDriver = "ebs.csi.aws.com"
+
+// ebsVolumeLimits is how many EBS volumes a node of the type will attach for pods,
+// as the EBS CSI driver counts them once the node runs (its CSINode, which is what
+// the engine reads for existing nodes): a dedicated limit as EC2 describes it; on
+// Nitro, the attachments it shares with network interfaces and NVMe instance-store
+// volumes (28 unless EC2 says otherwise) less the primary interface and those
+// volumes; on Xen, 39. The root volume takes one in each case.
+func ebsVolumeLimits(info *ec2types.InstanceTypeInfo) map[string]int32 {
+	var limit int32
+	ebs := info.EbsInfo
+	switch {
+	case ebs != nil && ebs.AttachmentLimitType == ec2types.AttachmentLimitTypeDedicated && ebs.MaximumEbsAttachments != nil:
+		limit = *ebs.MaximumEbsAttachments
+	case info.Hypervisor == ec2types.InstanceTypeHypervisorNitro:
+		limit = 28
+		if ebs != nil && ebs.MaximumEbsAttachments != nil {
+			limit = *ebs.MaximumEbsAttachments
+		}
+		limit-- // the primary network interface
+		if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported {
+			for _, d := range s.Disks {
+				limit -= deref(d.Count)
+			}
+		}
+	case info.Hypervisor == ec2types.InstanceTypeHypervisorXen:
+		limit = 39
+	default:
+		return nil
+	}
+	limit-- // the root volume
+	if limit < 1 {
+		return nil
+	}
+	return map[string]int32{EBSCSIDriver: limit}
 }
 
 // offeringsOf is one offering per zone and capacity type the type supports and

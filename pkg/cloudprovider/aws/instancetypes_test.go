@@ -195,3 +195,39 @@ func TestBuildInstanceTypes(t *testing.T) {
 		}
 	}
 }
+
+// A type's EBS attach limit is what the EBS CSI driver will report for its node:
+// Nitro's shared 28 less the primary interface, the NVMe instance-store volumes and
+// the root volume; a dedicated limit less the root volume; Xen's 39 less the root.
+func TestEBSVolumeLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		info ec2types.InstanceTypeInfo
+		want int32
+	}{
+		{"nitro", typeInfo("m5.large", 2, 8192), 26},
+		{"nitro with two NVMe disks", typeInfo("m5d.2xlarge", 8, 32768, func(i *ec2types.InstanceTypeInfo) {
+			i.InstanceStorageInfo = &ec2types.InstanceStorageInfo{NvmeSupport: ec2types.EphemeralNvmeSupportRequired,
+				Disks: []ec2types.DiskInfo{{Count: aws.Int32(2), SizeInGB: aws.Int64(150)}}}
+		}), 24},
+		{"nitro, shared limit described", typeInfo("c6i.large", 2, 4096, func(i *ec2types.InstanceTypeInfo) {
+			i.EbsInfo.AttachmentLimitType, i.EbsInfo.MaximumEbsAttachments = ec2types.AttachmentLimitTypeShared, aws.Int32(28)
+		}), 26},
+		{"dedicated", typeInfo("m7i.large", 2, 8192, func(i *ec2types.InstanceTypeInfo) {
+			i.EbsInfo.AttachmentLimitType, i.EbsInfo.MaximumEbsAttachments = ec2types.AttachmentLimitTypeDedicated, aws.Int32(32)
+		}), 31},
+		{"xen", typeInfo("m4.large", 2, 8192, func(i *ec2types.InstanceTypeInfo) { i.Hypervisor = ec2types.InstanceTypeHypervisorXen }), 38},
+		{"unknown hypervisor", typeInfo("x.large", 2, 8192, func(i *ec2types.InstanceTypeInfo) { i.Hypervisor = "" }), 0},
+	} {
+		got := ebsVolumeLimits(&tc.info)[EBSCSIDriver]
+		if got != tc.want {
+			t.Errorf("%s: %d EBS volumes, want %d", tc.name, got, tc.want)
+		}
+	}
+	types, err := BuildInstanceTypes(Catalog{Region: "us-east-1", Types: []ec2types.InstanceTypeInfo{typeInfo("m5.large", 2, 8192)},
+		Zones: map[string][]string{"m5.large": {"us-east-1a"}}, Prices: Prices{OnDemand: map[string]float64{"m5.large": 0.096}}},
+		allocatable.DefaultEKS(), resource.Quantity{})
+	if err != nil || len(types) != 1 || types[0].VolumeLimits[EBSCSIDriver] != 26 {
+		t.Errorf("BuildInstanceTypes: %v, %v; want m5.large limited to 26 EBS volumes", types, err)
+	}
+}

@@ -189,6 +189,10 @@ func TestInstanceTypesFromEC2(t *testing.T) {
 	if len(m5.Offerings) != 6 {
 		t.Errorf("m5.large offerings (spot and on-demand in 3 zones): %+v", m5.Offerings)
 	}
+	// EC2 describes Nitro's shared 28 attachments; the node attaches 26 volumes.
+	if n := m5.VolumeLimits[EBSCSIDriver]; n != 26 {
+		t.Errorf("m5.large attaches %d EBS volumes, want 26", n)
+	}
 }
 
 func TestLaunch(t *testing.T) {

@@ -97,9 +97,11 @@ func newAWSProvider(ctx context.Context, mgr ctrl.Manager, clk clock.Clock, opts
 		KubernetesVersion: kubernetesVersion(mgr), Region: cfg.Region, VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedCapacity: reservedCapacity,
 	}, clk, prices, unavailable)
-	var interruptions cloudprovider.InterruptionSource
+	// Capacity blocks end on a schedule the provider knows: their nodes are
+	// drained ahead of it with or without an interruption queue.
+	interruptions := awscloud.Interruptions{awscloud.NewCapacityBlocks(kube, clk)}
 	if opts.InterruptionQueue != "" {
-		interruptions = awscloud.NewInterruptionQueue(clients.SQS, opts.InterruptionQueue, kube, clk)
+		interruptions = append(interruptions, awscloud.NewInterruptionQueue(clients.SQS, opts.InterruptionQueue, kube, clk))
 	}
 	return provider{cloud: cloud, nodeClass: &awsv1.EC2NodeClass{}, interruptions: interruptions, register: func(mgr ctrl.Manager) error {
 		if err := mgr.Add(manager.RunnableFunc(prices.Start)); err != nil {

@@ -1,6 +1,7 @@
 package fakeaws
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,8 +165,9 @@ func (s *Server) describeInstanceTypeOfferings(q *queryParams) (ec2Response, err
 
 // Spot prices.
 
-// spotProducts are the product descriptions a Linux spot price is listed under.
-var spotProducts = []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"}
+// spotProducts are the product descriptions spot prices are listed under, with
+// the operating system each prices.
+var spotProducts = map[string]string{"Linux/UNIX": "Linux", "Linux/UNIX (Amazon VPC)": "Linux", "Windows": "Windows", "Windows (Amazon VPC)": "Windows"}
 
 func (s *Server) describeSpotPriceHistory(q *queryParams) (ec2Response, error) {
 	types, products := q.list("InstanceType"), q.list("ProductDescription")
@@ -200,7 +202,7 @@ func (s *Server) describeSpotPriceHistory(q *queryParams) (ec2Response, error) {
 		return nil, err
 	}
 	if len(products) == 0 {
-		products = spotProducts
+		products = slices.Sorted(maps.Keys(spotProducts))
 	}
 	var all []xmlSpotPrice
 	for _, n := range s.inv.typeNames {
@@ -214,11 +216,12 @@ func (s *Server) describeSpotPriceHistory(q *queryParams) (ec2Response, error) {
 			points := s.inv.spotHistory[Offering{InstanceType: n, Zone: z}]
 			for _, p := range pricesIn(points, start, hasStart, end) {
 				for _, prod := range products {
-					if !slices.Contains(spotProducts, prod) {
+					os, ok := spotProducts[prod]
+					if !ok {
 						continue
 					}
 					x := xmlSpotPrice{
-						InstanceType: n, ProductDescription: prod, SpotPrice: strconv.FormatFloat(p.price, 'f', 6, 64),
+						InstanceType: n, ProductDescription: prod, SpotPrice: strconv.FormatFloat(osPrice(s.inv.types[n], p.price, os), 'f', 6, 64),
 						Timestamp: xmlTime(p.at), AvailabilityZone: z, AvailabilityZoneID: s.inv.zoneID(z),
 					}
 					if match(x) {

@@ -160,17 +160,19 @@ func (s *Server) servePricing(w http.ResponseWriter, c *call) error {
 		if t.OnDemandPrice == 0 {
 			continue
 		}
-		doc := s.priceDocument(t)
-		attrs := doc["product"].(map[string]any)["attributes"].(map[string]string)
-		ok := true
-		for _, f := range in.Filters {
-			if !priceFilterMatches(f.Type, attrs[f.Field], f.Value) {
-				ok = false
-				break
+		for _, os := range []string{"Linux", "Windows"} {
+			doc := s.priceDocument(t, os)
+			attrs := doc["product"].(map[string]any)["attributes"].(map[string]string)
+			ok := true
+			for _, f := range in.Filters {
+				if !priceFilterMatches(f.Type, attrs[f.Field], f.Value) {
+					ok = false
+					break
+				}
 			}
-		}
-		if ok {
-			docs = append(docs, doc)
+			if ok {
+				docs = append(docs, doc)
+			}
 		}
 	}
 	s.mu.Unlock()
@@ -220,15 +222,28 @@ const (
 	hourlyRate   = "6YS6EN2CT7"
 )
 
-// priceDocument is a type's Linux, shared-tenancy on-demand price as GetProducts
-// returns it.
-func (s *Server) priceDocument(t *instanceType) map[string]any {
-	sku := strings.ToUpper(strings.ReplaceAll(stableID("sku", s.opts.Region+"/"+t.Name)[5:], "0", "Q"))[:16]
-	price := strconv.FormatFloat(t.OnDemandPrice, 'f', 10, 64)
+// windowsLicensePerVCPU is what EC2 adds to a Linux price per vCPU-hour for a
+// licence-included Windows instance (m5.large: $0.096 Linux, $0.188 Windows).
+const windowsLicensePerVCPU = 0.046
+
+// osPrice is a type's on-demand or spot Linux price for the operating system.
+func osPrice(t *instanceType, linux float64, os string) float64 {
+	if os == "Windows" {
+		return linux + windowsLicensePerVCPU*float64(t.VCPUs)
+	}
+	return linux
+}
+
+// priceDocument is a type's shared-tenancy, licence-included on-demand price on
+// the operating system (Linux or Windows) as GetProducts returns it.
+func (s *Server) priceDocument(t *instanceType, os string) map[string]any {
+	sku := strings.ToUpper(strings.ReplaceAll(stableID("sku", s.opts.Region+"/"+t.Name+"/"+os)[5:], "0", "Q"))[:16]
+	hourly := osPrice(t, t.OnDemandPrice, os)
+	price := strconv.FormatFloat(hourly, 'f', 10, 64)
 	attrs := map[string]string{
 		"servicecode": "AmazonEC2", "servicename": "Amazon Elastic Compute Cloud", "instanceType": t.Name,
 		"instanceFamily": familyName(t.Category), "regionCode": s.opts.Region, "location": cmp.Or(regionNames[s.opts.Region], s.opts.Region),
-		"locationType": "AWS Region", "operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA",
+		"locationType": "AWS Region", "operatingSystem": os, "tenancy": "Shared", "preInstalledSw": "NA",
 		"licenseModel": "No License required", "capacitystatus": "Used", "marketoption": "OnDemand", "operation": "RunInstances",
 		"usagetype": "BoxUsage:" + t.Name, "vcpu": strconv.Itoa(int(t.VCPUs)),
 		"memory":            strconv.FormatFloat(float64(t.MemoryMiB)/1024, 'f', -1, 64) + " GiB",
@@ -247,7 +262,7 @@ func (s *Server) priceDocument(t *instanceType) map[string]any {
 		"terms": map[string]any{"OnDemand": map[string]any{offer: map[string]any{
 			"priceDimensions": map[string]any{rate: map[string]any{
 				"unit": "Hrs", "endRange": "Inf", "beginRange": "0", "appliesTo": []string{}, "rateCode": rate,
-				"description":  fmt.Sprintf("$%s per On Demand Linux %s Instance Hour", strconv.FormatFloat(t.OnDemandPrice, 'f', -1, 64), t.Name),
+				"description":  fmt.Sprintf("$%s per On Demand %s %s Instance Hour", strconv.FormatFloat(hourly, 'f', -1, 64), os, t.Name),
 				"pricePerUnit": map[string]string{"USD": price},
 			}},
 			"sku": sku, "effectiveDate": "2025-11-01T00:00:00Z", "offerTermCode": onDemandTerm, "termAttributes": map[string]string{},

@@ -228,8 +228,8 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 	}
 	root := RootVolumeSize(nc)
 	model := allocatable.EKS{VMMemoryOverheadPercent: c.opts.VMMemoryOverheadPercent, Kubelet: kubeletOf(nc.Spec.Kubelet)}
-	prices := c.prices.Prices()
 	osLabels := OSLabels(nc.AMIFamily())
+	prices := c.prices.PricesFor(osLabels[v1.LabelOS])
 	keyJSON, _ := json.Marshal(struct {
 		Model   allocatable.EKS
 		Zones   map[string]bool

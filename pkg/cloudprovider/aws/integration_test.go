@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -506,6 +507,64 @@ func TestPriceRefresh(t *testing.T) {
 	}
 	if got := e.prices.Prices().OnDemand["m5.large"]; got != 0.5 {
 		t.Errorf("on-demand after a failed refresh: %v, want 0.5", got)
+	}
+}
+
+// Windows nodes are priced with their licence: from the embedded prices (the
+// Linux ones plus the licence per vCPU) until the APIs answer, then from the
+// Pricing API's Windows products and the Windows spot price history; a Windows
+// NodeClass's instance types carry those prices, a Linux one's the Linux prices.
+func TestWindowsPrices(t *testing.T) {
+	t.Parallel()
+	// The examples' account has the EKS Windows images.
+	e := newTestEnv(t, fakeaws.Options{Inventory: fakeaws.KarpenterExamples("windows-prices", "1.34", "123456789012")})
+	zone := e.opts.Region + "a"
+	linux, windows := e.prices.PricesFor(OSLinux), e.prices.PricesFor(OSWindows)
+	if got, want := windows.OnDemand["m5.large"], linux.OnDemand["m5.large"]+2*WindowsLicensePerVCPUHour; math.Abs(got-want) > 1e-9 {
+		t.Errorf("embedded Windows m5.large: $%v, want $%v", got, want)
+	}
+	e.fake.SetOnDemandPrice("m5.large", 0.096)
+	e.fake.SetSpotPrice("m5.large", zone, 0.04)
+	if err := e.prices.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	linux, windows = e.prices.PricesFor(OSLinux), e.prices.PricesFor(OSWindows)
+	// The fake's Windows products are its Linux ones plus $0.046 per vCPU-hour.
+	for what, got := range map[string][2]float64{
+		"Linux on-demand":   {linux.OnDemand["m5.large"], 0.096},
+		"Windows on-demand": {windows.OnDemand["m5.large"], 0.188},
+		"Linux spot":        {linux.Spot["m5.large"][zone], 0.04},
+		"Windows spot":      {windows.Spot["m5.large"][zone], 0.132},
+	} {
+		if math.Abs(got[0]-got[1]) > 1e-6 {
+			t.Errorf("%s m5.large: $%v, want $%v", what, got[0], got[1])
+		}
+	}
+	priceOf := func(family string) float64 {
+		nc := e.nodeClass(t, func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: strings.ToLower(family) + "@latest"}}
+		})
+		types, err := e.cloud.InstanceTypes(t.Context(), e.pool(nc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range types {
+			if it.Name == "m5.large" {
+				for _, o := range it.Offerings {
+					if o.CapacityType == CapacityTypeOnDemand {
+						return o.Price
+					}
+				}
+			}
+		}
+		t.Fatalf("%s: no on-demand m5.large", family)
+		return 0
+	}
+	if got := priceOf(awsv1.AMIFamilyWindows2022); math.Abs(got-0.188) > 1e-6 {
+		t.Errorf("Windows2022 NodeClass m5.large: $%v, want $0.188", got)
+	}
+	if got := priceOf(awsv1.AMIFamilyAL2023); math.Abs(got-0.096) > 1e-6 {
+		t.Errorf("AL2023 NodeClass m5.large: $%v, want $0.096", got)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -129,10 +130,32 @@ func FallbackPrices(region string) (Prices, error) {
 	if !ok {
 		return Prices{}, &NoEmbeddedPricesError{Region: region}
 	}
-	return scaledPrices(region, ratio)
+	return scaledPrices(region, ratio, 0)
 }
 
-func scaledPrices(region string, ratio float64) (Prices, error) {
+// The operating systems nodes are priced for (their kubernetes.io/os).
+const (
+	OSLinux   = "linux"
+	OSWindows = "windows"
+)
+
+// WindowsLicensePerVCPUHour is what EC2 adds to the Linux price, per vCPU and
+// hour, for a licence-included Windows Server instance of most types (m5.large:
+// $0.096 Linux, $0.188 Windows). The embedded fallback prices of Windows nodes
+// are the Linux ones plus it: an estimate (burstable types pay less) until the
+// Pricing API and the spot price history answer with Windows's own prices.
+const WindowsLicensePerVCPUHour = 0.046
+
+// osProducts are, by operating system, the Pricing API's operatingSystem and the
+// spot price history's product description.
+var osProducts = map[string]struct{ pricing, spot string }{
+	OSLinux:   {"Linux", "Linux/UNIX"},
+	OSWindows: {"Windows", "Windows"},
+}
+
+// scaledPrices are the embedded us-east-1 prices times ratio, in region, each plus
+// perVCPU for every vCPU of the type.
+func scaledPrices(region string, ratio, perVCPU float64) (Prices, error) {
 	c, err := catalog.EmbeddedAWSUSEast1()
 	if err != nil {
 		return Prices{}, err
@@ -143,15 +166,17 @@ func scaledPrices(region string, ratio float64) (Prices, error) {
 	}
 	out := Prices{OnDemand: map[string]float64{}, Spot: map[string]map[string]float64{}}
 	for _, it := range types {
+		cpu := it.Capacity[corev1.ResourceCPU]
+		license := perVCPU * float64(cpu.Value())
 		for _, o := range it.Offerings {
 			switch o.CapacityType {
 			case CapacityTypeOnDemand:
-				out.OnDemand[it.Name] = scalePrice(o.Price, ratio)
+				out.OnDemand[it.Name] = scalePrice(o.Price, ratio) + license
 			case CapacityTypeSpot:
 				if out.Spot[it.Name] == nil {
 					out.Spot[it.Name] = map[string]float64{}
 				}
-				out.Spot[it.Name][region+o.Zone[len(o.Zone)-1:]] = scalePrice(o.Price, ratio)
+				out.Spot[it.Name][region+o.Zone[len(o.Zone)-1:]] = scalePrice(o.Price, ratio) + license
 			}
 		}
 	}
@@ -180,9 +205,10 @@ type PriceBook struct {
 	// warning, when set, is logged at Start: the region has no embedded prices.
 	warning string
 
+	// fallback and live are by operating system (OSLinux, OSWindows).
 	mu       sync.RWMutex
-	fallback Prices
-	live     Prices
+	fallback map[string]Prices
+	live     map[string]Prices
 	// generation counts refreshes, so that what is built from prices can be kept
 	// until they change.
 	generation int64
@@ -194,27 +220,35 @@ type PriceBook struct {
 // them within the first refresh, and a wrong ranking until then is better than a
 // controller that cannot start in a region newer than its build.
 func NewPriceBook(region string, pricingClient pricingAPI, ec2Client spotAPI, clk clock.Clock, onDemandEvery, spotEvery time.Duration) (*PriceBook, error) {
-	b := &PriceBook{region: region, pricing: pricingClient, ec2: ec2Client, clock: clk, onDemandEvery: onDemandEvery, spotEvery: spotEvery}
-	fallback, err := FallbackPrices(region)
-	if unknown := (*NoEmbeddedPricesError)(nil); errors.As(err, &unknown) {
-		b.warning = unknown.Error() + "; until the Pricing API answers, instance types are ranked by us-east-1's prices"
-		fallback, err = scaledPrices(region, 1)
+	b := &PriceBook{region: region, pricing: pricingClient, ec2: ec2Client, clock: clk, onDemandEvery: onDemandEvery, spotEvery: spotEvery,
+		fallback: map[string]Prices{}, live: map[string]Prices{}}
+	ratio, ok := regionPriceRatio(region)
+	if !ok {
+		b.warning = (&NoEmbeddedPricesError{Region: region}).Error() + "; until the Pricing API answers, instance types are ranked by us-east-1's prices"
+		ratio = 1
 	}
-	if err != nil {
-		return nil, fmt.Errorf("embedded prices: %w", err)
+	for os, perVCPU := range map[string]float64{OSLinux: 0, OSWindows: WindowsLicensePerVCPUHour} {
+		fallback, err := scaledPrices(region, ratio, perVCPU)
+		if err != nil {
+			return nil, fmt.Errorf("embedded prices: %w", err)
+		}
+		b.fallback[os] = fallback
 	}
-	b.fallback = fallback
 	return b, nil
 }
 
 // FallbackWarning says why the embedded prices are not the region's, or "".
 func (b *PriceBook) FallbackWarning() string { return b.warning }
 
-// Prices are the current prices.
-func (b *PriceBook) Prices() Prices {
+// Prices are the current prices of Linux nodes.
+func (b *PriceBook) Prices() Prices { return b.PricesFor(OSLinux) }
+
+// PricesFor are the current prices of nodes of the operating system (OSLinux,
+// OSWindows).
+func (b *PriceBook) PricesFor(os string) Prices {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.live.Over(b.fallback)
+	return b.live[os].Over(b.fallback[os])
 }
 
 // Generation changes whenever the prices do.
@@ -261,49 +295,65 @@ func (b *PriceBook) Refresh(ctx context.Context) error {
 	return errors.Join(b.RefreshOnDemand(ctx), b.RefreshSpot(ctx))
 }
 
-// RefreshOnDemand reads the on-demand prices from the Pricing API.
+// RefreshOnDemand reads the on-demand prices of each operating system from the
+// Pricing API.
 func (b *PriceBook) RefreshOnDemand(ctx context.Context) error {
-	prices, err := b.onDemand(ctx)
-	if err != nil {
-		return err
+	var errs []error
+	for _, os := range []string{OSLinux, OSWindows} {
+		prices, err := b.onDemand(ctx, os)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		b.mu.Lock()
+		if len(prices) > 0 {
+			live := b.live[os]
+			live.OnDemand = prices
+			b.live[os] = live
+			b.generation++
+		}
+		b.mu.Unlock()
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(prices) > 0 {
-		b.live.OnDemand = prices
-		b.generation++
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// RefreshSpot reads the spot prices in force from the spot price history.
+// RefreshSpot reads the spot prices in force of each operating system from the
+// spot price history.
 func (b *PriceBook) RefreshSpot(ctx context.Context) error {
-	prices, err := b.spot(ctx)
-	if err != nil {
-		return err
+	var errs []error
+	for _, os := range []string{OSLinux, OSWindows} {
+		prices, err := b.spot(ctx, os)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		b.mu.Lock()
+		if len(prices) > 0 {
+			live := b.live[os]
+			live.Spot = prices
+			b.live[os] = live
+			b.generation++
+		}
+		b.mu.Unlock()
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(prices) > 0 {
-		b.live.Spot = prices
-		b.generation++
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
-func (b *PriceBook) onDemand(ctx context.Context) (map[string]float64, error) {
+func (b *PriceBook) onDemand(ctx context.Context, os string) (map[string]float64, error) {
 	filter := func(field, value string) pricingtypes.Filter {
 		return pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String(field), Value: aws.String(value)}
 	}
 	in := &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: []pricingtypes.Filter{
-		filter("regionCode", b.region), filter("operatingSystem", "Linux"), filter("tenancy", "Shared"),
-		filter("preInstalledSw", "NA"), filter("capacitystatus", "Used"),
+		filter("regionCode", b.region), filter("operatingSystem", osProducts[os].pricing), filter("tenancy", "Shared"),
+		// Licence included for Windows ("No License required" is the Price List's
+		// name for it), not bring-your-own.
+		filter("preInstalledSw", "NA"), filter("capacitystatus", "Used"), filter("licenseModel", "No License required"),
 	}}
 	out := map[string]float64{}
 	for p := pricing.NewGetProductsPaginator(b.pricing, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading on-demand prices: %w", err)
+			return nil, fmt.Errorf("reading %s on-demand prices: %w", os, err)
 		}
 		prices, err := ParseOnDemandPrices(page.PriceList)
 		if err != nil {
@@ -318,9 +368,9 @@ func (b *PriceBook) onDemand(ctx context.Context) (map[string]float64, error) {
 	return out, nil
 }
 
-func (b *PriceBook) spot(ctx context.Context) (map[string]map[string]float64, error) {
+func (b *PriceBook) spot(ctx context.Context, os string) (map[string]map[string]float64, error) {
 	in := &ec2.DescribeSpotPriceHistoryInput{
-		ProductDescriptions: []string{"Linux/UNIX"},
+		ProductDescriptions: []string{osProducts[os].spot},
 		// A start time of now asks for the price in force now, per type and zone.
 		StartTime: aws.Time(b.clock.Now()),
 	}
@@ -328,7 +378,7 @@ func (b *PriceBook) spot(ctx context.Context) (map[string]map[string]float64, er
 	for p := ec2.NewDescribeSpotPriceHistoryPaginator(b.ec2, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading spot prices: %w", err)
+			return nil, fmt.Errorf("reading %s spot prices: %w", os, err)
 		}
 		history = append(history, page.SpotPriceHistory...)
 	}

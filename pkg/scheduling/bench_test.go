@@ -28,8 +28,17 @@ func BenchmarkSolveDiverse10000(b *testing.B) {
 func BenchmarkSolveDiverse20000(b *testing.B) {
 	benchmarkSolve(b, schedtest.DiversePods(20000, 1), schedtest.SyntheticTypes(400))
 }
+func BenchmarkSolveDiverse50000(b *testing.B) {
+	benchmarkSolve(b, schedtest.DiversePods(50000, 1), schedtest.SyntheticTypes(400))
+}
+func BenchmarkSolveDiverse100000(b *testing.B) {
+	benchmarkSolve(b, schedtest.DiversePods(100000, 1), schedtest.SyntheticTypes(400))
+}
 func BenchmarkSolvePlain50000(b *testing.B) {
 	benchmarkSolve(b, schedtest.PlainPods(50000, 1), schedtest.SyntheticTypes(400))
+}
+func BenchmarkSolvePlain1000000(b *testing.B) {
+	benchmarkSolve(b, schedtest.PlainPods(1000000, 1), schedtest.SyntheticTypes(400))
 }
 
 // The same mixes on the AWS catalog, where instance choice decides the price.

@@ -2,10 +2,10 @@ package scheduling
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -48,9 +48,8 @@ type podClass struct {
 	matched []*group
 
 	levels []*variant
-	// cursor: planned nodes before it have been ruled out for this class for good
-	// (valid only for classes whose fit cannot improve as other pods land).
-	cursor   int
+	// monotone: a node that refuses the class refuses it for good (see
+	// setMonotone).
 	monotone bool
 }
 
@@ -66,6 +65,7 @@ type variant struct {
 	pools     map[*poolState]*poolFit
 	fresh     *float64 // see freshPrice
 	keys      []string // see topologyKeys
+	queue     nodeQueue
 }
 
 // poolFit caches whether a variant can go to a pool at all, and the price of the
@@ -115,63 +115,110 @@ func podHostPorts(pod *corev1.Pod) []hostPort {
 	return out
 }
 
-// classKey serialises the scheduling-relevant parts of a pod spec by hand: much
-// cheaper than reflection, and it is computed for every pod.
-func classKey(pod *corev1.Pod, req *Resources, n int) string {
-	var b strings.Builder
-	b.WriteString(pod.Namespace)
-	b.WriteByte('|')
+// appendClassKey serialises the scheduling-relevant parts of a pod spec onto b by
+// hand: much cheaper than reflection, and it runs for every pod. Affinity and
+// spread constraints go in as their protobuf encoding, which covers every field
+// and, unlike their String, allocates nothing.
+func appendClassKey(b []byte, pod *corev1.Pod, req *Resources, n int) []byte {
+	b = append(b, pod.Namespace...)
+	b = append(b, '|')
 	for i := range min(n, fastResources) {
-		b.WriteString(strconv.FormatInt(req.fast[i], 36))
-		b.WriteByte(',')
+		b = strconv.AppendInt(b, req.fast[i], 36)
+		b = append(b, ',')
 	}
 	for _, v := range req.more {
-		b.WriteString(strconv.FormatInt(v, 36))
-		b.WriteByte(',')
+		b = strconv.AppendInt(b, v, 36)
+		b = append(b, ',')
 	}
-	writeMap(&b, pod.Labels)
-	writeMap(&b, pod.Spec.NodeSelector)
+	b = appendMap(b, pod.Labels)
+	b = appendMap(b, pod.Spec.NodeSelector)
 	if a := pod.Spec.Affinity; a != nil {
-		b.WriteString("A" + a.String())
+		b = appendProto(b, 'A', a)
 	}
 	for _, t := range pod.Spec.Tolerations {
-		fmt.Fprintf(&b, "T%s/%s/%s/%s;", t.Key, t.Operator, t.Value, t.Effect)
+		b = append(b, 'T')
+		b = append(b, t.Key...)
+		b = append(b, '/')
+		b = append(b, t.Operator...)
+		b = append(b, '/')
+		b = append(b, t.Value...)
+		b = append(b, '/')
+		b = append(b, t.Effect...)
+		b = append(b, ';')
 	}
 	for i := range pod.Spec.TopologySpreadConstraints {
-		b.WriteString("S" + pod.Spec.TopologySpreadConstraints[i].String())
+		b = appendProto(b, 'S', &pod.Spec.TopologySpreadConstraints[i])
 	}
 	for _, p := range podHostPorts(pod) {
-		fmt.Fprintf(&b, "P%s/%s/%d;", p.protocol, p.ip, p.port)
+		b = append(b, 'P')
+		b = append(b, p.protocol...)
+		b = append(b, '/')
+		b = append(b, p.ip...)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, int64(p.port), 10)
+		b = append(b, ';')
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
-			b.WriteString("V" + v.PersistentVolumeClaim.ClaimName + ";")
+			b = append(b, 'V')
+			b = append(b, v.PersistentVolumeClaim.ClaimName...)
+			b = append(b, ';')
 		}
 		if v.Ephemeral != nil {
 			// Its claim is the pod's own, named after it.
-			b.WriteString("E" + pod.Name + "-" + v.Name + "/" + string(pod.UID) + ";")
+			b = append(b, 'E')
+			b = append(b, pod.Name+"-"+v.Name+"/"+string(pod.UID)+";"...)
 			if t := v.Ephemeral.VolumeClaimTemplate; t != nil && t.Spec.StorageClassName != nil {
-				b.WriteString(*t.Spec.StorageClassName + ";")
+				b = append(b, *t.Spec.StorageClassName+";"...)
 			}
 		}
 	}
-	return b.String()
+	return b
 }
 
-func writeMap(b *strings.Builder, m map[string]string) {
+// protoMessage is an API object's generated protobuf encoding.
+type protoMessage interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// appendProto appends tag, the length of m's encoding, and the encoding: the
+// length keeps one field's bytes from running into the next.
+func appendProto(b []byte, tag byte, m protoMessage) []byte {
+	size := m.Size()
+	b = append(b, tag)
+	b = binary.AppendUvarint(b, uint64(size))
+	b = slices.Grow(b, size)
+	if _, err := m.MarshalToSizedBuffer(b[len(b) : len(b)+size]); err != nil {
+		// Not reached: the buffer has the size the encoding asked for.
+		return append(b, fmt.Sprint(m)...)
+	}
+	return b[:len(b)+size]
+}
+
+func appendMap(b []byte, m map[string]string) []byte {
+	b = append(b, '{')
+	if len(m) == 1 {
+		for k, v := range m { // one label needs no sort, nor its slice
+			b = append(b, k...)
+			b = append(b, '=')
+			b = append(b, v...)
+			b = append(b, ';')
+		}
+		return append(b, '}')
+	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	b.WriteByte('{')
 	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(m[k])
-		b.WriteByte(';')
+		b = append(b, k...)
+		b = append(b, '=')
+		b = append(b, m[k]...)
+		b = append(b, ';')
 	}
-	b.WriteByte('}')
+	return append(b, '}')
 }
 
 // newClass derives a class from its first pod.

@@ -28,8 +28,8 @@ func Feasibility(in *Input, pod *corev1.Pod) (map[string]string, error) {
 			if n.name != node.Node.Name {
 				continue
 			}
-			ok, reason := s.tryNode(p, hard, n, true)
-			if ok {
+			vd, reason := s.tryNode(p, hard, n, true)
+			if vd == accepted {
 				reason = ""
 			} else if reason == "" {
 				reason = "does not fit"

@@ -243,6 +243,29 @@ func (r *Requirement) intersects(o *Requirement) bool {
 	}
 }
 
+// appendKey appends every field of r to b, for memo keys: label keys and values
+// hold no control characters, so the zero and one bytes delimit them.
+func (r *Requirement) appendKey(b []byte) []byte {
+	flag := func(on bool) byte {
+		if on {
+			return '1'
+		}
+		return '0'
+	}
+	b = append(b, r.Key...)
+	b = append(b, 0, flag(r.complement), flag(r.absent), flag(r.hasGt), flag(r.hasLt))
+	b = strconv.AppendInt(b, r.gt, 10)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, r.lt, 10)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(r.MinValues), 10)
+	for _, v := range r.values {
+		b = append(b, 0)
+		b = append(b, v...)
+	}
+	return append(b, 1)
+}
+
 // String renders r like a node selector requirement.
 func (r *Requirement) String() string {
 	var b strings.Builder
@@ -465,7 +488,13 @@ func (rs Requirements) Equal(o Requirements) bool {
 func (r *Requirement) Equal(o *Requirement) bool {
 	return r.Key == o.Key && r.MinValues == o.MinValues && r.complement == o.complement &&
 		r.absent == o.absent && r.hasGt == o.hasGt && r.gt == o.gt && r.hasLt == o.hasLt &&
-		r.lt == o.lt && slices.Equal(r.values, o.values)
+		r.lt == o.lt && (sameSlice(r.values, o.values) || slices.Equal(r.values, o.values))
+}
+
+// sameSlice reports whether a and b are one slice: nodes share their pool's long
+// value lists (every instance type's name), which compare for every pod.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // String renders the conjunction.
@@ -581,6 +610,20 @@ func (rs Requirements) ToNodeSelector() []v1.NodeSelectorRequirementWithMinValue
 }
 
 func intersectSorted(a, b []string) []string {
+	if len(a) < len(b) {
+		a, b = b, a
+	}
+	if len(a) > 16*len(b) {
+		// A few values among many (a node's instance types among a catalog's):
+		// look each up rather than walk the many.
+		var out []string
+		for _, v := range b {
+			if _, ok := slices.BinarySearch(a, v); ok {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
 	var out []string
 	for i, j := 0, 0; i < len(a) && j < len(b); {
 		switch {

@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,5 +122,25 @@ func TestNodeSelectorRoundTrip(t *testing.T) {
 	}
 	if !back.Equal(rs) {
 		t.Errorf("round trip changed %s into %s", rs, back)
+	}
+}
+
+// intersectSorted looks a few values up among many; either way it must give the
+// common values in order.
+func TestIntersectSorted(t *testing.T) {
+	many := make([]string, 100)
+	for i := range many {
+		many[i] = fmt.Sprintf("v%03d", i)
+	}
+	for _, tc := range []struct{ a, b, want []string }{
+		{a: many, b: []string{"v003", "v050", "x"}, want: []string{"v003", "v050"}},
+		{a: []string{"v099", "w"}, b: many, want: []string{"v099"}},
+		{a: []string{"a", "b", "c"}, b: []string{"b", "c", "d"}, want: []string{"b", "c"}},
+		{a: many, b: []string{"x"}},
+		{a: many, b: nil},
+	} {
+		if got := intersectSorted(tc.a, tc.b); !slices.Equal(got, tc.want) {
+			t.Errorf("intersectSorted(%d values, %v) = %v, want %v", len(tc.a), tc.b, got, tc.want)
+		}
 	}
 }

@@ -157,6 +157,38 @@ func (x *ResourceIndex) Vector(list corev1.ResourceList) Resources {
 	return r
 }
 
+// quickPodVector is x.Vector(PodRequests(pod)) for the usual pod: one container,
+// no init containers, overhead or pod-level requests, and only resources the index
+// knows. It skips the list in between, which costs more than the rest of a pod's
+// preparation. ok is false for any other pod.
+func (x *ResourceIndex) quickPodVector(pod *corev1.Pod) (r Resources, ok bool) {
+	spec := &pod.Spec
+	if len(spec.Containers) != 1 || len(spec.InitContainers) > 0 || len(spec.Overhead) > 0 || spec.Resources != nil {
+		return r, false
+	}
+	res := &spec.Containers[0].Resources
+	set := func(name corev1.ResourceName, q resource.Quantity) bool {
+		i := x.position(name, false)
+		if i < 0 || i >= fastResources {
+			return false
+		}
+		r.fast[i] = QuantityValue(name, q)
+		return true
+	}
+	for name, q := range res.Requests {
+		if !set(name, q) {
+			return r, false
+		}
+	}
+	for name, q := range res.Limits {
+		if _, ok := res.Requests[name]; !ok && !set(name, q) {
+			return r, false
+		}
+	}
+	r.fast[ResourcePods] = 1 // as PodRequests has it, whatever the container asks
+	return r, true
+}
+
 // List converts a vector back to a ResourceList, leaving out zeros.
 func (x *ResourceIndex) List(r Resources) corev1.ResourceList {
 	list := corev1.ResourceList{}
@@ -365,26 +397,29 @@ func fitsMore(used, req, limit *Resources, n int) int {
 // support. Every pod also takes one "pods" slot.
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	total := corev1.ResourceList{}
-	for _, c := range pod.Spec.Containers {
-		addList(total, containerRequests(&c))
+	for i := range pod.Spec.Containers {
+		addRequests(total, &pod.Spec.Containers[i])
 	}
-	initMax := corev1.ResourceList{}
-	sidecars := corev1.ResourceList{}
-	for _, c := range pod.Spec.InitContainers {
-		req := containerRequests(&c)
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addList(sidecars, req)
-			// A sidecar keeps running: it counts with the later init containers too.
-			maxList(initMax, sidecars)
-			continue
+	if len(pod.Spec.InitContainers) > 0 {
+		initMax := corev1.ResourceList{}
+		sidecars := corev1.ResourceList{}
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			req := containerRequests(c)
+			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+				addList(sidecars, req)
+				// A sidecar keeps running: it counts with the later init containers too.
+				maxList(initMax, sidecars)
+				continue
+			}
+			withSidecars := corev1.ResourceList{}
+			addList(withSidecars, sidecars)
+			addList(withSidecars, req)
+			maxList(initMax, withSidecars)
 		}
-		withSidecars := corev1.ResourceList{}
-		addList(withSidecars, sidecars)
-		addList(withSidecars, req)
-		maxList(initMax, withSidecars)
+		addList(total, sidecars)
+		maxList(total, initMax)
 	}
-	addList(total, sidecars)
-	maxList(total, initMax)
 	// PodLevelResources (on by default since 1.34): validation keeps pod-level
 	// requests no smaller than the containers', and the scheduler takes them instead.
 	if pod.Spec.Resources != nil {
@@ -403,6 +438,25 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 // hugepages.
 func podLevelResource(name corev1.ResourceName) bool {
 	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+// addRequests adds containerRequests(c) to into without building it: it runs
+// for every container of every pod.
+func addRequests(into corev1.ResourceList, c *corev1.Container) {
+	for name, q := range c.Resources.Requests {
+		addQuantity(into, name, q)
+	}
+	for name, q := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[name]; !ok {
+			addQuantity(into, name, q)
+		}
+	}
+}
+
+func addQuantity(into corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	sum := into[name]
+	sum.Add(q)
+	into[name] = sum
 }
 
 func containerRequests(c *corev1.Container) corev1.ResourceList {

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -102,11 +103,21 @@ type simNode struct {
 	volumes      map[string]string
 
 	// Planned nodes only.
-	pool     *poolState
-	options  []*typeInfo // instance types still possible, cheapest first
-	reserved Resources   // counted against the pool's limits
+	pool *poolState
+	// options are the instance types its requirements still allow, cheapest
+	// first; those too small for what it holds are skipped where read (fitting).
+	// They may be the pool's own list: never written in place.
+	options []*typeInfo
+	first   int // options[first] is the cheapest that holds what it has
+	// optionsFrom names options in the pool's shared lists (see narrowed); ""
+	// when they are the node's own.
+	optionsFrom string
+	reserved    Resources // counted against the pool's limits
 	// anchor is the allocatable the node is filled up to (see openNode).
 	anchor Resources
+	// settled caches settle for settledFrom, the requirements they narrow.
+	settled     map[[2]string]Requirements
+	settledFrom Requirements
 }
 
 type poolState struct {
@@ -121,6 +132,7 @@ type poolState struct {
 	slots       []offerSlot // see addOfferSlots; nil when too many
 	headroom    Resources   // limits less used, as new nodes are finished (see plan)
 	types       []*typeInfo // compatible types with an available offering, cheapest first
+	maxAlloc    Resources   // of types
 	ranked      []*typeInfo // the same, best score first (see rank)
 
 	limited []int // resource positions the pool limits
@@ -134,6 +146,9 @@ type poolState struct {
 	domainsK map[string][]string
 	// volumeLimited: some type has CSI attach limits.
 	volumeLimited bool
+	answers       map[string][]bool      // see memo
+	lists         map[string][]*typeInfo // see narrowed
+	key           []byte                 // memo keys are built here
 }
 
 type typeInfo struct {
@@ -160,6 +175,7 @@ type solver struct {
 	growSlack float64 // see growSlack
 	// relaxMinValues: the best-effort solve (MinValuesPolicyBestEffort).
 	relaxMinValues bool
+	exhaustive     bool // see try
 	idx            *ResourceIndex
 	nodesPos       int // position of the "nodes" pseudo-resource, or -1
 	n              int // resources in use
@@ -185,6 +201,8 @@ type solver struct {
 	warnings   []string
 	candidates map[string]candidateList
 	scratch    []*typeInfo
+	priced     []priced // see finish
+	packing    packing  // see repack
 	// bounded counts what the planned nodes took of offerings with a
 	// ReservationCapacity (see finish).
 	bounded map[boundKey]int
@@ -238,6 +256,9 @@ func newSolver(in *Input, opts Options) *solver {
 	s.addPools(in.NodePools)
 	s.addPods(in.Pods)
 	s.n = s.idx.Len()
+	for _, ps := range s.pools {
+		ps.maxAlloc = maxAlloc(ps.types, s.n)
+	}
 	s.countExistingPods(in.Nodes)
 	s.computeDemand()
 	return s
@@ -504,23 +525,28 @@ func admitsAny(node Requirements, terms []Requirements) bool {
 }
 
 func (s *solver) addPods(pods []*corev1.Pod) {
+	var key []byte
 	for _, pod := range pods {
-		list := PodRequests(pod)
-		req := s.idx.Vector(list)
-		key := classKey(pod, &req, s.idx.Len())
 		// A request out of range (negative, or too large to represent) makes only
 		// this pod unschedulable; the reason names the amount, so it joins the key.
-		bad := s.idx.OutOfRange(&req, list)
-		if bad != "" {
-			key += "|" + bad
+		req, quick := s.idx.quickPodVector(pod)
+		bad := ""
+		if !quick || s.idx.OutOfRange(&req, nil) != "" {
+			list := PodRequests(pod)
+			req = s.idx.Vector(list)
+			bad = s.idx.OutOfRange(&req, list)
 		}
-		c, ok := s.classes[key]
+		key = appendClassKey(key[:0], pod, &req, s.idx.Len())
+		if bad != "" {
+			key = append(key, "|"+bad...)
+		}
+		c, ok := s.classes[string(key)]
 		if !ok {
-			c = s.newClass(key, pod, req)
+			c = s.newClass(string(key), pod, req)
 			if bad != "" {
 				c.invalid = "pod " + bad
 			}
-			s.classes[key] = c
+			s.classes[c.key] = c
 			s.classList = append(s.classList, c)
 		}
 		s.pods = append(s.pods, &podInfo{pod: pod, class: c})
@@ -562,7 +588,10 @@ func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, 
 	slices.Sort(others)
 	extra := fmt.Sprintf("%d/%d/%v/%v/%s", tsc.MaxSkew, minDomains, honorAffinity, honorTaints, strings.Join(others, ","))
 	if honorAffinity || honorTaints {
-		extra += "/" + c.key // eligibility depends on this class's affinity and tolerations
+		// Eligibility depends on the class's node affinity and tolerations: classes
+		// alike in those (a workload's pods of other sizes) share the group. Each
+		// group counts every matching pod, so one per class would multiply that work.
+		extra += "/" + eligibilityKey(c, honorAffinity, honorTaints)
 	}
 	key := groupKey(spreadGroup, tsc.TopologyKey, sel, []string{pod.Namespace}, false, extra)
 	if g, ok := s.groups[key]; ok {
@@ -585,6 +614,28 @@ func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, 
 	s.groups[key] = g
 	s.groupList = append(s.groupList, g)
 	return g, nil
+}
+
+// eligibilityKey identifies what a spread's node inclusion policies read of the
+// class: its node affinity terms, its tolerations, or both.
+func eligibilityKey(c *podClass, affinity, taints bool) string {
+	var b []byte
+	if affinity {
+		for _, t := range c.nodeTerms {
+			b = append(b, '(')
+			for i := range t {
+				b = t[i].appendKey(b)
+			}
+			b = append(b, ')')
+		}
+	}
+	b = append(b, '|')
+	if taints {
+		for _, t := range c.tolerations {
+			b = append(b, t.Key+"/"+string(t.Operator)+"/"+t.Value+"/"+string(t.Effect)+";"...)
+		}
+	}
+	return string(b)
 }
 
 // termSelection resolves the pods a pod affinity or anti-affinity term of pod
@@ -911,19 +962,11 @@ func (s *solver) place(p *podInfo) bool {
 	if c.invalid != "" {
 		return false
 	}
-	for _, v := range c.levels {
-		start := 0
-		if c.monotone {
-			start = c.cursor
-		}
-		for i := start; i < len(s.nodes); i++ {
-			n := s.nodes[i]
-			if ok, _ := s.tryNode(p, v, n, false); ok {
-				return true
-			}
-			if c.monotone && i == c.cursor && v == c.levels[len(c.levels)-1] {
-				c.cursor++
-			}
+	for i, v := range c.levels {
+		// A monotone class's refusals last (see setMonotone); they are taken at
+		// their word at the most relaxed level only.
+		if s.firstFit(p, v, c.monotone && i == len(c.levels)-1) {
+			return true
 		}
 		if n, _ := s.openNode(p, v, false); n != nil {
 			return true
@@ -958,18 +1001,21 @@ func (s *solver) openNode(p *podInfo, v *variant, explain bool) (*simNode, strin
 		n := &simNode{name: fmt.Sprintf("planned-%d", s.planned+1), kind: plannedNode, pool: ps,
 			reqs:   ps.reqs.With(Requirement{Key: v1.LabelHostname, values: []string{fmt.Sprintf("planned-%d", s.planned+1)}}),
 			taints: ps.taints, ports: slices.Clone(ps.daemonPorts)}
-		for _, t := range ps.types {
-			if ps.withinLimits(t) {
-				n.options = append(n.options, t)
-			}
+		n.options, n.optionsFrom = ps.types, "pool"
+		if len(ps.limited) > 0 {
+			n.options = slices.DeleteFunc(slices.Clone(ps.types), func(t *typeInfo) bool { return !ps.withinLimits(t) })
+			n.optionsFrom = ""
 		}
 		if len(n.options) == 0 {
 			reasons = append(reasons, fmt.Sprintf("NodePool %s: %s", ps.name, ps.limitReason(s.idx)))
 			continue
 		}
-		n.alloc = maxAlloc(n.options, s.n)
-		ok, reason := s.tryNode(p, v, n, explain)
-		if !ok {
+		n.alloc = ps.maxAlloc
+		if len(n.options) < len(ps.types) {
+			n.alloc = maxAlloc(n.options, s.n)
+		}
+		vd, reason := s.tryNode(p, v, n, explain)
+		if vd != accepted {
 			if explain && len(n.options) < len(ps.types) {
 				// The pod may fit a type the limits ruled out: say so, not only
 				// that the types left are too small.
@@ -993,6 +1039,17 @@ func (s *solver) openNode(p *podInfo, v *variant, explain bool) (*simNode, strin
 		return n, ""
 	}
 	return nil, strings.Join(reasons, "; ")
+}
+
+// fitting yields the node's options that hold what it has, cheapest first.
+func (n *simNode) fitting(resources int) iter.Seq[*typeInfo] {
+	return func(yield func(*typeInfo) bool) {
+		for _, t := range n.options[n.first:] {
+			if Fits(&Resources{}, &n.used, &t.alloc, resources) < 0 && !yield(t) {
+				return
+			}
+		}
+	}
 }
 
 func maxAlloc(types []*typeInfo, n int) Resources {
@@ -1144,33 +1201,34 @@ var strictEffects = []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.Ta
 var hardEffects = strictEffects[:2]
 
 // tryNode places the pod on n if it fits, and reports why not otherwise (the reason
-// is spelled out only when explain is set: the hot path does not pay for it).
-func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool, string) {
+// is spelled out only when explain is set: the hot path does not pay for it) and
+// whether the refusal is for good.
+func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (verdict, string) {
 	c := v.class
 	if n.kind != plannedNode {
 		if n.unschedulable && !tolerated(c.tolerations, &unschedulableTaint) {
-			return false, "node is unschedulable"
+			return refusedForGood, "node is unschedulable"
 		}
 		effects := hardEffects
 		if v.softTaint {
 			effects = strictEffects
 		}
 		if t := Untolerated(c.tolerations, n.taints, effects...); t != nil {
-			return false, "taint " + taintString(t) + " not tolerated"
+			return refusedForGood, "taint " + taintString(t) + " not tolerated"
 		}
 	} else if fit := s.poolFit(v, n.pool); fit.reason != "" {
-		return false, fit.reason
+		return refusedForGood, fit.reason
 	}
 	if r := Fits(&n.used, &c.req, &n.alloc, s.n); r >= 0 {
 		if !explain {
-			return false, ""
+			return refusedForGood, ""
 		}
-		return false, s.resourceReason(n, c, r)
+		return refusedForGood, s.resourceReason(n, c, r)
 	}
 	for _, hp := range c.ports {
 		for _, used := range n.ports {
 			if hp.conflicts(used) {
-				return false, fmt.Sprintf("host port %s/%d in use", hp.protocol, hp.port)
+				return refusedForGood, fmt.Sprintf("host port %s/%d in use", hp.protocol, hp.port)
 			}
 		}
 	}
@@ -1181,9 +1239,9 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 		volumes = n.volumeDemand(c.volumes)
 		if driver, limit, over := volumesExceed(n.volumeLimits, volumes); over {
 			if !explain {
-				return false, ""
+				return refusedNow, ""
 			}
-			return false, volumeReason(driver, limit)
+			return refusedNow, volumeReason(driver, limit)
 		}
 	}
 	var term Requirements
@@ -1195,19 +1253,19 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 		}
 	}
 	if !found {
-		return false, "node affinity or selector not matched"
+		return refusedForGood, "node affinity or selector not matched"
 	}
 	reqs := n.reqs
 	if n.kind == plannedNode {
 		reqs = reqs.Narrow(term)
 	}
-	reqs, ok, reason := s.topologyFits(c, v, n, reqs, explain)
-	if !ok {
-		return false, reason
+	reqs, vd, reason := s.topologyFits(c, v, n, reqs, explain)
+	if vd != accepted {
+		return vd, reason
 	}
 	if n.kind == plannedNode {
-		if ok, reason := s.narrowOptions(n, v, reqs, &c.req, volumes, explain); !ok {
-			return false, reason
+		if vd, reason := s.narrowOptions(n, v, reqs, &c.req, volumes, explain); vd != accepted {
+			return vd, reason
 		}
 		n.reqs = reqs
 	}
@@ -1224,7 +1282,7 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (bool
 			g.owners[d]++
 		}
 	}
-	return true, ""
+	return accepted, ""
 }
 
 var unschedulableTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
@@ -1240,97 +1298,205 @@ func (s *solver) resourceReason(n *simNode, c *podClass, r int) string {
 // narrowOptions keeps the planned node's instance types that match reqs, have an
 // available offering there, hold the node's pods plus req, and attach the volumes
 // (per CSI driver; nil: no limit matters); it fails, changing nothing, when none
-// would remain or a minValues requirement would be broken.
-func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *Resources, volumes map[string]int64, explain bool) (bool, string) {
+// would remain or a minValues requirement would be broken. Only the pool's limits
+// look beyond the node: any other refusal, when reqs are the node's own, stands
+// until a pod lands on the node.
+func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *Resources, volumes map[string]int64, explain bool) (verdict, string) {
 	changed := changedRequirements(n.reqs, reqs)
+	local := refusedNow
+	if len(changed) == 0 {
+		local = refusedUntilChanged
+	}
 	offerings := false // the zone or capacity type narrowed: offerings must be checked again
 	for _, r := range changed {
 		offerings = offerings || r.Key == v1.LabelZone || r.Key == v1.CapacityTypeLabelKey
 	}
+	admitted := n.pool.admitting(changed)
+	// An option must hold all the node will have, not only what req asks for:
+	// options too small for what it has already are skipped lazily (fitting).
+	want := n.used.Add(*req, s.n)
+	// The cheapest option that would remain, offerings and minValues aside.
+	next := n.first
+	for ; next < len(n.options); next++ {
+		t := n.options[next]
+		if Fits(&Resources{}, &want, &t.alloc, s.n) < 0 && (admitted == nil || admitted[t.idx]) && (volumes == nil || !typeVolumesExceed(t, volumes)) {
+			break
+		}
+	}
 	// Growing the node must cost no more than a fresh node for the pod would: a pod
 	// does not drag a node into a pricier type when it is cheaper on its own. The
-	// check comes first, on the cheapest option that would remain, because most
-	// refusals are this one.
+	// check comes first because most refusals are this one.
 	// Where the pool's pods are all of one size, rank sized the node (its anchor)
 	// by the price of whole nodes of them: up to the anchor it grows, since
 	// filled it costs less per pod than fresh nodes would.
 	uniformGrowth := n.pool.uniform && !n.anchor.IsZero() && Fits(&n.used, req, &n.anchor, s.n) < 0
-	if len(n.pods) > 0 && v != nil && !uniformGrowth {
-		for _, t := range n.options {
-			if Fits(&n.used, req, &t.alloc, s.n) >= 0 || !admitsChanged(t.reqs, changed) || volumes != nil && typeVolumesExceed(t, volumes) {
-				continue
-			}
-			if grow := t.price - n.options[0].price; grow > 1e-12 && grow > s.freshPrice(v)*(1+s.growSlack) {
-				return false, "a fresh node would cost less than growing this one"
-			}
-			break
+	if len(n.pods) > 0 && v != nil && !uniformGrowth && next < len(n.options) {
+		if grow := n.options[next].price - n.options[n.first].price; grow > 1e-12 && grow > s.freshPrice(v)*(1+s.growSlack) {
+			return local, "a fresh node would cost less than growing this one"
 		}
+	}
+	// Without an anchor the node's allocatable is its options' largest, which
+	// lazily skipped options would leave too large; the first pod's openNode
+	// anchors the node right after.
+	lazy := !s.exhaustive && volumes == nil && (!n.anchor.IsZero() || len(n.pods) == 0) && !s.checksMinValues(reqs)
+	if lazy && len(changed) == 0 {
+		return s.growInPlace(n, next, reqs, req, explain)
+	}
+	var offered []bool
+	if offerings {
+		offered = n.pool.offered(reqs)
+	}
+	if lazy && n.optionsFrom != "" {
+		return s.narrowShared(n, changed, admitted, offered, reqs, req, &want, explain)
 	}
 	kept := s.scratch[:0]
-	var filter offerFilter
-	if offerings {
-		filter = n.pool.offerFilter(reqs)
-	}
 	volumesRefused := false
-	for _, t := range n.options {
-		if Fits(&n.used, req, &t.alloc, s.n) >= 0 {
-			continue
-		}
-		if !admitsChanged(t.reqs, changed) {
+	for _, t := range n.options[n.first:] {
+		if Fits(&Resources{}, &want, &t.alloc, s.n) >= 0 || admitted != nil && !admitted[t.idx] || offered != nil && !offered[t.idx] {
 			continue
 		}
 		if volumes != nil && typeVolumesExceed(t, volumes) {
 			volumesRefused = true
 			continue
 		}
-		if offerings {
-			if _, ok := t.cheapest(filter); !ok {
-				continue
-			}
-		}
 		kept = append(kept, t)
 	}
 	s.scratch = kept
 	if len(kept) == 0 {
 		if !explain {
-			return false, ""
+			return local, ""
 		}
 		if volumesRefused {
-			return false, "no instance type attaches the volumes its CSI drivers would need"
+			return local, "no instance type attaches the volumes its CSI drivers would need"
 		}
-		return false, s.optionsReason(n, reqs, req)
+		return local, s.optionsReason(n, reqs, req)
 	}
 
 	for i := range reqs {
 		if reqs[i].MinValues > 0 && !s.relaxMinValues {
 			if got := distinctValues(kept, reqs[i].Key); got < reqs[i].MinValues {
-				return false, fmt.Sprintf("minValues %d for %s not met: %d distinct values remain", reqs[i].MinValues, reqs[i].Key, got)
+				return local, fmt.Sprintf("minValues %d for %s not met: %d distinct values remain", reqs[i].MinValues, reqs[i].Key, got)
 			}
 		}
 	}
-	old := n.reserved
-	if len(n.pool.limited) > 0 {
-		after := n.pool.used
-		after.sub(&old, s.n)
-		reserved := s.reservation(kept)
-		after.add(&reserved, s.n)
-		if !n.pool.fitsLimits(&after) {
-			if !explain {
-				return false, ""
-			}
-			return false, n.pool.limitReason(s.idx)
+	if !s.withinPoolLimits(n, &kept[0].capacity) {
+		if !explain {
+			return refusedNow, ""
 		}
+		return refusedNow, n.pool.limitReason(s.idx)
 	}
-	n.options = append(n.options[:0], kept...)
-	if n.anchor.IsZero() {
-		n.alloc = maxAlloc(n.options, s.n)
-	} else {
+	n.options, n.first, n.optionsFrom = slices.Clone(kept), 0, ""
+	switch {
+	case !n.anchor.IsZero():
 		n.alloc = n.anchor
+	case len(n.pods) > 0: // for the first pod, openNode sets the anchor next
+		n.alloc = maxAlloc(n.options, s.n)
 	}
-	n.reserved = s.reservation(n.options)
-	n.pool.used.sub(&old, s.n)
+	s.reserve(n)
+	return accepted, ""
+}
+
+// growInPlace takes req onto the node when nothing but its size changes: the
+// options stay as they are and its cheapest becomes options[next]. Options too
+// small for what the node holds are skipped where they are read (see first), which
+// spares each pod a pass over every instance type.
+func (s *solver) growInPlace(n *simNode, next int, reqs Requirements, req *Resources, explain bool) (verdict, string) {
+	if next == len(n.options) {
+		if !explain {
+			return refusedUntilChanged, ""
+		}
+		return refusedUntilChanged, s.optionsReason(n, reqs, req)
+	}
+	if !s.withinPoolLimits(n, &n.options[next].capacity) {
+		if !explain {
+			return refusedNow, ""
+		}
+		return refusedNow, n.pool.limitReason(s.idx)
+	}
+	n.first = next
+	s.reserve(n)
+	return accepted, ""
+}
+
+// narrowShared narrows a node whose options are a list the pool shares: to the
+// pool's list of those the changed requirements admit and offered allows, shared
+// in turn by every node narrowed alike, its cheapest the first that holds req too.
+// Nodes narrow by the same few zones, and a real catalog would otherwise cost a
+// copy of hundreds of types per node.
+func (s *solver) narrowShared(n *simNode, changed []*Requirement, admitted, offered []bool, reqs Requirements, req, want *Resources, explain bool) (verdict, string) {
+	from, options := n.pool.narrowed(n.optionsFrom, n.options, changed, reqs, admitted, offered)
+	first := 0
+	for first < len(options) && Fits(&Resources{}, want, &options[first].alloc, s.n) >= 0 {
+		first++
+	}
+	if first == len(options) {
+		if !explain {
+			return refusedNow, ""
+		}
+		return refusedNow, s.optionsReason(n, reqs, req)
+	}
+	if !s.withinPoolLimits(n, &options[first].capacity) {
+		if !explain {
+			return refusedNow, ""
+		}
+		return refusedNow, n.pool.limitReason(s.idx)
+	}
+	n.options, n.first, n.optionsFrom = options, first, from
+	s.reserve(n)
+	return accepted, ""
+}
+
+// narrowed is options (the pool's list named from) less the types that admitted
+// (for changed) and offered (for reqs) rule out, nil meaning none, and the name of
+// that list.
+func (ps *poolState) narrowed(from string, options []*typeInfo, changed []*Requirement, reqs Requirements, admitted, offered []bool) (string, []*typeInfo) {
+	key := append(ps.key[:0], from...)
+	key = append(key, 2)
+	for _, r := range changed {
+		key = r.appendKey(key)
+	}
+	if offered != nil {
+		key = appendOfferKey(key, reqs)
+	}
+	ps.key = key
+	if out, ok := ps.lists[string(key)]; ok {
+		return string(key), out
+	}
+	var out []*typeInfo
+	for _, t := range options {
+		if (admitted == nil || admitted[t.idx]) && (offered == nil || offered[t.idx]) {
+			out = append(out, t)
+		}
+	}
+	if ps.lists == nil {
+		ps.lists = map[string][]*typeInfo{}
+	}
+	ps.lists[string(key)] = out
+	return string(key), out
+}
+
+// checksMinValues reports whether reqs hold a minValues the solve enforces.
+func (s *solver) checksMinValues(reqs Requirements) bool {
+	return !s.relaxMinValues && slices.ContainsFunc(reqs, func(r Requirement) bool { return r.MinValues > 0 })
+}
+
+// withinPoolLimits reports whether the node's pool stays within its limits with
+// the node reserving capacity instead of what it reserves now.
+func (s *solver) withinPoolLimits(n *simNode, capacity *Resources) bool {
+	if len(n.pool.limited) == 0 {
+		return true
+	}
+	after := n.pool.used
+	after.sub(&n.reserved, s.n)
+	after.add(capacity, s.n)
+	return n.pool.fitsLimits(&after)
+}
+
+// reserve counts the node's cheapest option against its pool's limits.
+func (s *solver) reserve(n *simNode) {
+	n.pool.used.sub(&n.reserved, s.n)
+	n.reserved = n.options[n.first].capacity
 	n.pool.used.add(&n.reserved, s.n)
-	return true, ""
 }
 
 // reservation is what a node counts against its pool's limits: the capacity of its
@@ -1360,6 +1526,57 @@ func changedRequirements(prev, next Requirements) []*Requirement {
 	return out
 }
 
+// admitting says, by position in the pool's types, which types admit the
+// requirements that changed (nil: none changed, all do). Nodes narrow by the same
+// few requirements (a zone, a capacity type) over and over, and a real catalog has
+// hundreds of types, so the answer is kept per pool.
+func (ps *poolState) admitting(changed []*Requirement) []bool {
+	if len(changed) == 0 {
+		return nil
+	}
+	ps.key = append(ps.key[:0], 'a')
+	for _, r := range changed {
+		ps.key = r.appendKey(ps.key)
+	}
+	return ps.memo(ps.key, func(t *typeInfo) bool { return admitsChanged(t.reqs, changed) })
+}
+
+// offered says, by position in the pool's types, which types have an available
+// offering in the zones and capacity types reqs allow.
+func (ps *poolState) offered(reqs Requirements) []bool {
+	ps.key = appendOfferKey(ps.key[:0], reqs)
+	filter := ps.offerFilter(reqs)
+	return ps.memo(ps.key, func(t *typeInfo) bool { _, ok := t.cheapest(filter); return ok })
+}
+
+// appendOfferKey names the zone and capacity type requirements of reqs, which
+// alone decide the offerings a node may take.
+func appendOfferKey(b []byte, reqs Requirements) []byte {
+	b = append(b, 'o')
+	for _, k := range []string{v1.LabelZone, v1.CapacityTypeLabelKey} {
+		if r, ok := reqs.Get(k); ok {
+			b = r.appendKey(b)
+		}
+	}
+	return b
+}
+
+// memo returns the answers of f for the pool's types, computed once per key.
+func (ps *poolState) memo(key []byte, f func(*typeInfo) bool) []bool {
+	if out, ok := ps.answers[string(key)]; ok {
+		return out
+	}
+	out := make([]bool, len(ps.types))
+	for i, t := range ps.types {
+		out[i] = f(t)
+	}
+	if ps.answers == nil {
+		ps.answers = map[string][]bool{}
+	}
+	ps.answers[string(key)] = out
+	return out
+}
+
 // admitsChanged checks a type's labels against only the requirements that changed.
 func admitsChanged(typeReqs Requirements, changed []*Requirement) bool {
 	for _, r := range changed {
@@ -1386,7 +1603,7 @@ func (s *solver) optionsReason(n *simNode, reqs Requirements, req *Resources) st
 	want := n.used.Add(*req, s.n)
 	var biggest Resources
 	matching := 0
-	for _, t := range n.options {
+	for t := range n.fitting(s.n) {
 		if _, ok := reqs.Intersects(t.reqs); !ok {
 			continue
 		}
@@ -1411,43 +1628,75 @@ func (s *solver) optionsReason(n *simNode, reqs Requirements, req *Resources) st
 // the anti-affinity of pods already placed, on node n described by reqs. On a
 // planned node whose domain for a key is still open it picks one, returning reqs
 // narrowed to it.
-func (s *solver) topologyFits(c *podClass, v *variant, n *simNode, reqs Requirements, explain bool) (Requirements, bool, string) {
+func (s *solver) topologyFits(c *podClass, v *variant, n *simNode, reqs Requirements, explain bool) (Requirements, verdict, string) {
 	if len(v.spreads)+len(v.affinity)+len(v.anti)+len(c.matched) == 0 {
-		return reqs, true, ""
+		return reqs, accepted, ""
 	}
 	for _, key := range topologyKeys(v, c) {
 		d, settled := domainIn(reqs, key)
 		if settled {
-			if ok, why := s.domainAdmits(c, v, key, d, true, explain); !ok {
-				return reqs, false, why
+			if vd, why := s.domainAdmits(c, v, key, d, true, explain); vd != accepted {
+				// A domain the pod's term chose, not the node, may change.
+				if _, own := domainIn(n.reqs, key); !own {
+					vd = refusedNow
+				}
+				return reqs, vd, why
 			}
 			continue
 		}
 		r, has := reqs.Get(key)
 		if n.kind != plannedNode || !has || !r.Finite() {
 			// The node will not have the key.
-			if ok, why := s.domainAdmits(c, v, key, "", false, explain); !ok {
-				return reqs, false, why
+			if vd, why := s.domainAdmits(c, v, key, "", false, explain); vd != accepted {
+				return reqs, vd, why
 			}
 			continue
 		}
 		chosen := ""
 		for _, cand := range s.preferredDomains(c, v, key, r.values) {
-			if ok, _ := s.domainAdmits(c, v, key, cand, true, false); ok {
+			if vd, _ := s.domainAdmits(c, v, key, cand, true, false); vd == accepted {
 				chosen = cand
 				break
 			}
 		}
 		if chosen == "" {
 			if !explain {
-				return reqs, false, ""
+				return reqs, refusedNow, ""
 			}
 			_, why := s.domainAdmits(c, v, key, r.values[0], true, true)
-			return reqs, false, why
+			return reqs, refusedNow, why
 		}
-		reqs = reqs.With(Requirement{Key: key, values: []string{chosen}})
+		reqs = n.settle(reqs, key, chosen)
 	}
-	return reqs, true, ""
+	return reqs, accepted, ""
+}
+
+// settle returns reqs with key settled to domain d. Pod after pod offers a planned
+// node the same few domains, so while reqs are the node's own the results are kept
+// (each is a copy of the node's requirements).
+func (n *simNode) settle(reqs Requirements, key, d string) Requirements {
+	if !sameRequirements(reqs, n.reqs) {
+		return reqs.With(Requirement{Key: key, values: []string{d}})
+	}
+	if !sameRequirements(n.settledFrom, n.reqs) {
+		n.settled, n.settledFrom = nil, n.reqs
+	}
+	k := [2]string{key, d}
+	if out, ok := n.settled[k]; ok {
+		return out
+	}
+	out := reqs.With(Requirement{Key: key, values: []string{d}})
+	if n.settled == nil {
+		n.settled = map[[2]string]Requirements{}
+	}
+	n.settled[k] = out
+	return out
+}
+
+// sameRequirements reports whether a and b are one slice (With and Narrow return
+// their receiver when nothing changes).
+func sameRequirements(a, b Requirements) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func domainIn(reqs Requirements, key string) (string, bool) {
@@ -1508,23 +1757,28 @@ func (s *solver) preferredDomains(c *podClass, v *variant, key string, values []
 }
 
 // domainAdmits checks every constraint on key for domain d (has=false: the node has
-// no such label).
-func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, explain bool) (bool, string) {
+// no such label). Counts only grow, so a refusal is for good where a count alone
+// refuses: anti-affinity, and a spread whose minimum cannot rise.
+func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, explain bool) (verdict, string) {
 	for _, g := range v.spreads {
 		if g.key != key {
 			continue
 		}
 		if !has {
 			if !explain {
-				return false, ""
+				return refusedNow, ""
 			}
-			return false, fmt.Sprintf("node has no label %s for its topology spread", key)
+			return refusedNow, fmt.Sprintf("node has no label %s for its topology spread", key)
 		}
 		if !g.admitsSpread(d, g.matches(c.ns, c.labels)) {
-			if !explain {
-				return false, ""
+			vd := refusedNow
+			if g.minFixed() {
+				vd = refusedForGood
 			}
-			return false, fmt.Sprintf("topology spread on %s: %s=%s would exceed maxSkew %d", key, key, d, g.maxSkew)
+			if !explain {
+				return vd, ""
+			}
+			return vd, fmt.Sprintf("topology spread on %s: %s=%s would exceed maxSkew %d", key, key, d, g.maxSkew)
 		}
 	}
 	if len(v.affinity) > 0 {
@@ -1542,38 +1796,38 @@ func (s *solver) domainAdmits(c *podClass, v *variant, key, d string, has bool, 
 			// a node with the key.
 			if !has {
 				if !explain {
-					return false, ""
+					return refusedNow, ""
 				}
-				return false, fmt.Sprintf("node has no label %s for its pod affinity", key)
+				return refusedNow, fmt.Sprintf("node has no label %s for its pod affinity", key)
 			}
 			if !selfOK && g.counts[d] == 0 {
 				if !explain {
-					return false, ""
+					return refusedNow, ""
 				}
-				return false, fmt.Sprintf("pod affinity on %s: no matching pod in %s=%s", key, key, d)
+				return refusedNow, fmt.Sprintf("pod affinity on %s: no matching pod in %s=%s", key, key, d)
 			}
 		}
 	}
 	if !has {
-		return true, ""
+		return accepted, ""
 	}
 	for _, g := range v.anti {
 		if g.key == key && g.counts[d] > 0 {
 			if !explain {
-				return false, ""
+				return refusedForGood, ""
 			}
-			return false, fmt.Sprintf("pod anti-affinity on %s: a matching pod runs in %s=%s", key, key, d)
+			return refusedForGood, fmt.Sprintf("pod anti-affinity on %s: a matching pod runs in %s=%s", key, key, d)
 		}
 	}
 	for _, g := range c.matched {
 		if g.kind == antiAffinityGroup && g.key == key && g.owners[d] > 0 {
 			if !explain {
-				return false, ""
+				return refusedForGood, ""
 			}
-			return false, fmt.Sprintf("another pod's anti-affinity on %s excludes %s=%s", key, key, d)
+			return refusedForGood, fmt.Sprintf("another pod's anti-affinity on %s excludes %s=%s", key, key, d)
 		}
 	}
-	return true, ""
+	return accepted, ""
 }
 
 // refine revisits the new nodes whose pods are free of topology constraints and
@@ -1605,7 +1859,7 @@ func (s *solver) refine() {
 			pods += len(n.pods)
 		}
 		if len(group) > 1 && pods <= smallGroup {
-			if pieces := s.repack(group); pieces != nil {
+			if pieces := s.repack(group, k); pieces != nil {
 				replaced[group[0]] = pieces
 				for _, n := range group[1:] {
 					replaced[n] = []*simNode{}
@@ -1615,7 +1869,7 @@ func (s *solver) refine() {
 		}
 		for _, n := range group {
 			if len(n.pods) > 1 {
-				if pieces := s.repack([]*simNode{n}); pieces != nil {
+				if pieces := s.repack([]*simNode{n}, k); pieces != nil {
 					replaced[n] = pieces
 				}
 			}
@@ -1647,15 +1901,15 @@ func (s *solver) splittable(n *simNode) bool {
 }
 
 // repack returns cheaper nodes holding the pods of group (nodes of one pool with the
-// same requirements), or nil when none are cheaper.
-func (s *solver) repack(group []*simNode) []*simNode {
+// same requirements, key), or nil when none are cheaper.
+func (s *solver) repack(group []*simNode, key string) []*simNode {
 	first := group[0]
-	candidates, prices := s.splitCandidates(first)
+	candidates, prices := s.splitCandidates(first, key)
 	current := 0.0
 	var used, reservedBefore Resources
 	var members []*podInfo
 	for _, n := range group {
-		o, ok := n.options[0].cheapest(n.pool.offerFilter(n.reqs))
+		o, ok := n.options[n.first].cheapest(n.pool.offerFilter(n.reqs))
 		if !ok {
 			return nil
 		}
@@ -1706,14 +1960,14 @@ func (s *solver) repack(group []*simNode) []*simNode {
 		if tr.bound >= bestCost {
 			break
 		}
-		bins, binUsed := packInto(members, &t.alloc, s.n)
-		if bins == nil || !s.binsKeepMinValues(first.reqs, candidates, binUsed) {
+		// A packing whose nodes but the last already cost bestCost loses: it is
+		// given up as soon as it needs that many.
+		tooMany := func(nodes int) bool { return float64(nodes-1)*prices[t] >= bestCost }
+		if !s.packing.pack(members, &t.alloc, s.n, tooMany) || !s.binsKeepMinValues(first.reqs, candidates, s.packing.used) {
 			continue
 		}
-		cost := float64(len(bins)-1) * prices[t]
-		if cost >= bestCost {
-			continue
-		}
+		binUsed := s.packing.used
+		cost := float64(len(binUsed)-1) * prices[t]
 		last := binUsed[len(binUsed)-1]
 		lastPrice := math.Inf(1)
 		for _, u := range candidates {
@@ -1723,7 +1977,7 @@ func (s *solver) repack(group []*simNode) []*simNode {
 			}
 		}
 		if cost+lastPrice < bestCost-1e-12 {
-			bestCost, bestBins = cost+lastPrice, bins
+			bestCost, bestBins = cost+lastPrice, s.packing.bins(members)
 		}
 	}
 	if bestBins == nil {
@@ -1779,21 +2033,28 @@ func (s *solver) binsKeepMinValues(reqs Requirements, candidates []*typeInfo, bi
 }
 
 // requirementsKey identifies a node's pool and requirements, less its hostname.
+// A requirement still the pool's is named rather than spelled out: on a real
+// catalog the instance types alone would spell hundreds of names per node.
 func (s *solver) requirementsKey(n *simNode) string {
 	var key strings.Builder
 	key.WriteString(n.pool.name)
 	for i := range n.reqs {
-		if n.reqs[i].Key != v1.LabelHostname {
-			key.WriteString("|" + n.reqs[i].String())
+		r := &n.reqs[i]
+		switch pr, ok := n.pool.reqs.Get(r.Key); {
+		case r.Key == v1.LabelHostname:
+		case ok && pr.Equal(r):
+			key.WriteString("|=" + r.Key)
+		default:
+			key.WriteString("|" + r.String())
 		}
 	}
 	return key.String()
 }
 
-// splitCandidates lists the pool's types the node's requirements allow, with an
-// offering there, cheapest first; nodes with the same requirements share the list.
-func (s *solver) splitCandidates(n *simNode) ([]*typeInfo, map[*typeInfo]float64) {
-	key := s.requirementsKey(n)
+// splitCandidates lists the pool's types the node's requirements (key) allow,
+// with an offering there, cheapest first; nodes with the same requirements share
+// the list.
+func (s *solver) splitCandidates(n *simNode, key string) ([]*typeInfo, map[*typeInfo]float64) {
 	if c, ok := s.candidates[key]; ok {
 		return c.types, c.prices
 	}
@@ -1823,30 +2084,41 @@ type candidateList struct {
 	prices map[*typeInfo]float64
 }
 
-// packInto packs the pods first-fit into nodes of allocatable alloc; nil if one
-// does not fit at all.
-func packInto(pods []*podInfo, alloc *Resources, n int) ([][]*podInfo, []Resources) {
-	var bins [][]*podInfo
-	var used []Resources
+// packing is a first-fit packing of pods into nodes of one size: each pod's node
+// and each node's use. A repack tries it for many sizes, so it keeps its storage.
+type packing struct {
+	node []int32
+	used []Resources
+}
+
+// pack packs the pods first-fit into nodes of allocatable alloc; false when one
+// does not fit at all, or when tooMany says the nodes needed so far are too many.
+func (pk *packing) pack(pods []*podInfo, alloc *Resources, n int, tooMany func(nodes int) bool) bool {
+	pk.node, pk.used = pk.node[:0], pk.used[:0]
 	for _, p := range pods {
-		placed := false
-		for i := range bins {
-			if Fits(&used[i], &p.class.req, alloc, n) < 0 {
-				used[i].add(&p.class.req, n)
-				bins[i] = append(bins[i], p)
-				placed = true
-				break
-			}
+		i := 0
+		for i < len(pk.used) && Fits(&pk.used[i], &p.class.req, alloc, n) >= 0 {
+			i++
 		}
-		if !placed {
-			if Fits(&Resources{}, &p.class.req, alloc, n) >= 0 {
-				return nil, nil
+		if i == len(pk.used) {
+			if Fits(&Resources{}, &p.class.req, alloc, n) >= 0 || tooMany(i+1) {
+				return false
 			}
-			bins = append(bins, []*podInfo{p})
-			used = append(used, p.class.req)
+			pk.used = append(pk.used, Resources{})
 		}
+		pk.used[i].add(&p.class.req, n)
+		pk.node = append(pk.node, int32(i))
 	}
-	return bins, used
+	return true
+}
+
+// bins lists the pods of each node of the last packing.
+func (pk *packing) bins(pods []*podInfo) [][]*podInfo {
+	out := make([][]*podInfo, len(pk.used))
+	for j, i := range pk.node {
+		out[i] = append(out[i], pods[j])
+	}
+	return out
 }
 
 // plan turns the solver's nodes into the result.
@@ -1879,7 +2151,8 @@ func (s *solver) plan() *Plan {
 // finish ranks a planned node's options by price and fixes its requirements.
 func (s *solver) finish(n *simNode) *NewNode {
 	reqs := slices.DeleteFunc(slices.Clone(n.reqs), func(r Requirement) bool { return r.Key == v1.LabelHostname })
-	var options []priced
+	options := s.priced[:0]
+	defer func() { s.priced = options[:0] }() // the buffer, for the next node
 	// An option may be larger than the cheapest one the plan reserved for as far
 	// as the pool's limits still allow: the launch keeps its fallbacks, and the
 	// limits hold whichever the cloud launches.
@@ -1894,7 +2167,7 @@ func (s *solver) finish(n *simNode) *NewNode {
 	filter := n.pool.offerFilter(reqs)
 	if sameOfferings(n.pool.reqs, reqs) {
 		// The options are in the pool's price order, which still holds.
-		for _, t := range n.options {
+		for t := range n.fitting(s.n) {
 			if !within(t) {
 				continue
 			}
@@ -1911,7 +2184,12 @@ func (s *solver) finish(n *simNode) *NewNode {
 		// Without minValues only the cheapest MaxInstanceTypes are kept: keep them
 		// sorted as they come rather than sorting hundreds of options.
 		bounded := !slices.ContainsFunc(reqs, func(r Requirement) bool { return r.MinValues > 0 })
-		for _, t := range n.options {
+		for t := range n.fitting(s.n) {
+			// Options come by their cheapest price in the pool, no more than what
+			// the node's offerings cost: past the last kept, none can be kept.
+			if bounded && len(options) == s.opts.MaxInstanceTypes && t.price > options[len(options)-1].offer.Price {
+				break
+			}
 			o, ok := t.cheapest(filter)
 			if !ok || !within(t) {
 				continue
@@ -1954,6 +2232,9 @@ func (s *solver) finish(n *simNode) *NewNode {
 	}
 	names := make([]string, len(options))
 	for i, o := range options {
+		if i == 0 {
+			nn.InstanceTypes = make([]*InstanceType, 0, len(options))
+		}
 		nn.InstanceTypes = append(nn.InstanceTypes, o.t.it)
 		names[i] = o.t.it.Name
 	}
@@ -1964,7 +2245,8 @@ func (s *solver) finish(n *simNode) *NewNode {
 	if s.nodesPos >= 0 {
 		delete(nn.Requests, "nodes")
 	}
-	nn.Requirements = reqs.With(Requirement{Key: v1.LabelInstanceType, values: sortedUnique(names)})
+	slices.Sort(names) // names is ours: sortedUnique's copy is not needed
+	nn.Requirements = reqs.With(Requirement{Key: v1.LabelInstanceType, values: slices.Compact(names)})
 	if s.relaxMinValues {
 		types := make([]*typeInfo, len(options))
 		for i, o := range options {

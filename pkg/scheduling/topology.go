@@ -102,7 +102,7 @@ func (g *group) addDomain(d string) {
 // minCount is the smallest count over the known domains (zero when a fresh domain
 // can be made or minDomains is not reached).
 func (g *group) minCount() int32 {
-	if g.fresh || len(g.domains) == 0 || int32(len(g.domains)) < g.minDomains {
+	if g.minFixed() {
 		return 0
 	}
 	m := int32(-1)
@@ -112,6 +112,12 @@ func (g *group) minCount() int32 {
 		}
 	}
 	return m
+}
+
+// minFixed reports whether minCount stays where it is however pods land: the
+// domains are fixed from the start, so only a fresh domain or too few keep it at zero.
+func (g *group) minFixed() bool {
+	return g.fresh || len(g.domains) == 0 || int32(len(g.domains)) < g.minDomains
 }
 
 // admitsSpread reports whether one more pod (selfMatch: one that the selector

@@ -9,7 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
 )
+
+// Topology bookkeeping: the groups that count pods per domain for topology spreads,
+// pod affinity and anti-affinity.
 
 type groupKind int
 
@@ -224,3 +229,250 @@ func termNamespaces(t *corev1.PodAffinityTerm, podNamespace string, namespaces [
 	slices.Sort(out)
 	return slices.Compact(out), false, nil
 }
+
+// spreadGroup finds or makes the group for a pod's spread constraint.
+func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, pod *corev1.Pod) (*group, error) {
+	sel, err := spreadSelector(tsc, pod.Labels)
+	if err != nil {
+		return nil, err
+	}
+	honorAffinity := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	minDomains := int32(1)
+	if tsc.MinDomains != nil {
+		minDomains = *tsc.MinDomains
+	}
+	// The kube-scheduler counts only the nodes that have the keys of all the pod's
+	// constraints of the same kind (DoNotSchedule or ScheduleAnyway).
+	var others []string
+	for _, o := range pod.Spec.TopologySpreadConstraints {
+		if o.WhenUnsatisfiable == tsc.WhenUnsatisfiable && o.TopologyKey != tsc.TopologyKey && !slices.Contains(others, o.TopologyKey) {
+			others = append(others, o.TopologyKey)
+		}
+	}
+	slices.Sort(others)
+	extra := fmt.Sprintf("%d/%d/%v/%v/%s", tsc.MaxSkew, minDomains, honorAffinity, honorTaints, strings.Join(others, ","))
+	if honorAffinity || honorTaints {
+		// Eligibility depends on the class's node affinity and tolerations: classes
+		// alike in those (a workload's pods of other sizes) share the group. Each
+		// group counts every matching pod, so one per class would multiply that work.
+		extra += "/" + eligibilityKey(c, honorAffinity, honorTaints)
+	}
+	key := groupKey(spreadGroup, tsc.TopologyKey, sel, []string{pod.Namespace}, false, extra)
+	if g, ok := s.groups[key]; ok {
+		return g, nil
+	}
+	g := &group{kind: spreadGroup, key: tsc.TopologyKey, podSelection: podSelection{selector: sel, namespaces: []string{pod.Namespace}},
+		maxSkew: tsc.MaxSkew, minDomains: minDomains, others: others, honorTaints: honorTaints, counts: map[string]int32{}}
+	if honorAffinity || honorTaints || len(others) > 0 {
+		g.eligible = func(n *simNode) bool {
+			if !hasLabels(n.reqs, others) {
+				return false
+			}
+			if honorAffinity && !admitsAny(n.reqs, c.nodeTerms) {
+				return false
+			}
+			return !honorTaints || Untolerated(c.tolerations, n.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil
+		}
+	}
+	g.owner = c
+	s.groups[key] = g
+	s.groupList = append(s.groupList, g)
+	return g, nil
+}
+
+// eligibilityKey identifies what a spread's node inclusion policies read of the
+// class: its node affinity terms, its tolerations, or both.
+func eligibilityKey(c *podClass, affinity, taints bool) string {
+	var b []byte
+	if affinity {
+		for _, t := range c.nodeTerms {
+			b = append(b, '(')
+			for i := range t {
+				b = t[i].appendKey(b)
+			}
+			b = append(b, ')')
+		}
+	}
+	b = append(b, '|')
+	if taints {
+		for _, t := range c.tolerations {
+			b = append(b, t.Key+"/"+string(t.Operator)+"/"+t.Value+"/"+string(t.Effect)+";"...)
+		}
+	}
+	return string(b)
+}
+
+// termSelection resolves the pods a pod affinity or anti-affinity term of pod
+// selects.
+func (s *solver) termSelection(term *corev1.PodAffinityTerm, pod *corev1.Pod) (podSelection, error) {
+	sel, err := affinitySelector(term, pod.Labels)
+	if err != nil {
+		return podSelection{}, err
+	}
+	nss, all, err := termNamespaces(term, pod.Namespace, s.namespaces)
+	if err != nil {
+		return podSelection{}, err
+	}
+	return podSelection{selector: sel, namespaces: nss, allNamespaces: all}, nil
+}
+
+// affinityGroup finds or makes the group for a pod affinity or anti-affinity term;
+// a pod counts when it matches the term and every selection in also.
+func (s *solver) affinityGroup(kind groupKind, term *corev1.PodAffinityTerm, pod *corev1.Pod, also []podSelection) (*group, error) {
+	own, err := s.termSelection(term, pod)
+	if err != nil {
+		return nil, err
+	}
+	var extra strings.Builder
+	for i := range also {
+		extra.WriteString("&" + also[i].String())
+	}
+	key := groupKey(kind, term.TopologyKey, own.selector, own.namespaces, own.allNamespaces, extra.String())
+	if g, ok := s.groups[key]; ok {
+		return g, nil
+	}
+	g := &group{kind: kind, key: term.TopologyKey, podSelection: own, also: also,
+		counts: map[string]int32{}, owners: map[string]int32{}}
+	s.groups[key] = g
+	s.groupList = append(s.groupList, g)
+	return g, nil
+}
+
+// spreadDomains lists, for each spread group, the domains its pods could land in:
+// those of eligible existing nodes and those the NodePools can offer.
+func (s *solver) spreadDomains() {
+	for _, g := range s.groupList {
+		if g.kind != spreadGroup {
+			continue
+		}
+		for _, n := range s.nodes {
+			if d, ok := n.domain(g.key); ok && (g.eligible == nil || g.eligible(n)) {
+				g.addDomain(d)
+			}
+		}
+		c := g.owner
+		if c == nil {
+			continue
+		}
+		for _, ps := range s.pools {
+			if !admitsAny(ps.reqs, c.nodeTerms) || !hasLabels(ps.reqs, g.others) {
+				continue
+			}
+			// nodeTaintsPolicy Honor: a pool whose taints the pod does not tolerate
+			// brings no domain.
+			if g.honorTaints && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) != nil {
+				continue
+			}
+			if g.key == v1.LabelHostname {
+				g.fresh = true
+				continue
+			}
+			r, ok := ps.reqs.Get(g.key)
+			if !ok || !r.Finite() {
+				continue
+			}
+			for _, d := range r.values {
+				if allow := termsAllow(c.nodeTerms, g.key, d); allow {
+					g.addDomain(d)
+				}
+			}
+		}
+	}
+}
+
+// termsAllow reports whether some alternative allows value d for key.
+func termsAllow(terms []Requirements, key, d string) bool {
+	for _, t := range terms {
+		r, ok := t.Get(key)
+		if !ok || r.Has(d) {
+			return true
+		}
+	}
+	return false
+}
+
+// countExistingPods records the pods already bound to nodes in the groups they
+// match, and the anti-affinity terms they own. A terminating pod counts, as in the
+// kube-scheduler, for pod affinity and anti-affinity but not for spreads.
+func (s *solver) countExistingPods(nodes []*Node) {
+	byName := map[string]*simNode{}
+	for _, n := range s.nodes {
+		byName[n.name] = n
+	}
+	for _, in := range nodes {
+		n := byName[in.Node.Name]
+		for _, p := range in.Pods {
+			if IsTerminal(p) {
+				continue
+			}
+			lbls := labelsOf(p)
+			for _, g := range s.groupList {
+				if (g.kind != spreadGroup || p.DeletionTimestamp == nil) && g.matches(p.Namespace, lbls) {
+					s.record(g, n, 1)
+				}
+			}
+			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					g, err := s.affinityGroup(antiAffinityGroup, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], p, nil)
+					if err != nil {
+						continue // the API server accepted it; a selector we cannot parse blocks nothing
+					}
+					if d, ok := n.domain(g.key); ok {
+						g.owners[d]++
+					}
+					s.addMatches(g)
+				}
+			}
+		}
+	}
+}
+
+// addMatches links a group made after the classes to the classes it matches.
+func (s *solver) addMatches(g *group) {
+	for _, c := range s.classList {
+		if g.matches(c.ns, c.labels) && !slices.Contains(c.matched, g) {
+			c.matched = append(c.matched, g)
+		}
+	}
+}
+
+// record counts one pod (delta) on node n in group g.
+func (s *solver) record(g *group, n *simNode, delta int32) {
+	d, ok := n.domain(g.key)
+	if !ok {
+		return
+	}
+	if g.kind == spreadGroup && g.eligible != nil && !g.eligible(n) {
+		return
+	}
+	g.counts[d] += delta
+	g.total += delta
+}
+
+// hasLabel reports whether a node described by reqs has a label for key (for a
+// planned node: will have one, whatever it becomes).
+func hasLabel(reqs Requirements, key string) bool {
+	r, ok := reqs.Get(key)
+	return ok && !r.AllowsAbsent() && r.Satisfiable()
+}
+
+func hasLabels(reqs Requirements, keys []string) bool {
+	for _, k := range keys {
+		if !hasLabel(reqs, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// domain returns the node's value for a topology key, when it is settled.
+func (n *simNode) domain(key string) (string, bool) {
+	r, ok := n.reqs.Get(key)
+	if !ok || !r.Finite() || len(r.values) != 1 {
+		return "", false
+	}
+	return r.values[0], true
+}
+
+func labelsOf(p *corev1.Pod) map[string]string { return p.Labels }

@@ -51,7 +51,7 @@ func TestAWSSpotInterruption(t *testing.T) {
 		return v1.NodeClaim{}, false
 	}
 	var claim v1.NodeClaim
-	eventually(t, 45*time.Second, func() (bool, string) {
+	eventually(t, awsWait, func() (bool, string) {
 		var ok bool
 		claim, ok = launched(nil)
 		return ok, "no launched NodeClaim; NodeClass " + nodeClassReady(t, nc.Name)
@@ -63,7 +63,7 @@ func TestAWSSpotInterruption(t *testing.T) {
 	if err := fake.RecommendRebalance(instanceID); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() (bool, string) {
+	eventually(t, awsWait, func() (bool, string) {
 		return hasEvent(t, claim.Name, awscloud.KindRebalanceRecommendation) && fake.QueueDepth(fake.InterruptionQueue()) == 0,
 			"no RebalanceRecommendation event on NodeClaim " + claim.Name
 	})
@@ -80,7 +80,7 @@ func TestAWSSpotInterruption(t *testing.T) {
 	}
 	// The claim still stood when the warning came (a rebalance would have had it
 	// deleting, and the warning would then not be recorded on it).
-	eventually(t, 20*time.Second, func() (bool, string) {
+	eventually(t, awsWait, func() (bool, string) {
 		got := &v1.NodeClaim{}
 		err := kube.Get(t.Context(), client.ObjectKeyFromObject(&claim), got)
 		gone := client.IgnoreNotFound(err) == nil && (err != nil || got.DeletionTimestamp != nil)
@@ -94,7 +94,7 @@ func TestAWSSpotInterruption(t *testing.T) {
 	// The pod's replacement is launched on another offering: the reclaimed one is
 	// marked unavailable.
 	var replacement v1.NodeClaim
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually(t, awsWait, func() (bool, string) {
 		var ok bool
 		replacement, ok = launched(old)
 		return ok, "no replacement NodeClaim launched"
@@ -112,7 +112,7 @@ func TestAWSSpotInterruption(t *testing.T) {
 	if err := kube.Delete(t.Context(), &replacement); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() (bool, string) {
+	eventually(t, awsWait, func() (bool, string) {
 		_, ok := launched(nil)
 		return !ok, "NodeClaims of the NodePool left"
 	})

@@ -91,12 +91,14 @@ type CloudProvider struct {
 	prices      *PriceBook
 	unavailable *cloudprovider.UnavailableOfferings
 
-	mu        sync.Mutex
-	catalog   *ec2Catalog
-	built     map[string][]*scheduling.InstanceType
-	templates map[string]string // launch template IDs by name
-	cluster   *Cluster
-	version   string
+	mu      sync.Mutex
+	catalog *ec2Catalog
+	// catalogRead is the catalog read in progress, which every caller waits for.
+	catalogRead *catalogRead
+	built       map[string][]*scheduling.InstanceType
+	templates   map[string]string // launch template IDs by name
+	cluster     *Cluster
+	version     string
 	// recent are instances launched by this process that EC2 may not show yet.
 	recent map[string]recentLaunch
 	// byClaim answers a retried Create for the same claim without a request, whose
@@ -277,13 +279,54 @@ func kubeletOf(k *awsv1.KubeletConfiguration) allocatable.Kubelet {
 
 // ec2Catalog reads the region's instance types and where they are offered, once
 // per CatalogTTL.
+// catalogRead is one read of EC2's catalog; done closes when it ends.
+type catalogRead struct {
+	done chan struct{}
+	cat  *ec2Catalog
+	err  error
+}
+
+// catalogReadTimeout bounds one read of the catalog, whoever waits for it.
+const catalogReadTimeout = 5 * time.Minute
+
+// ec2Catalog returns the cached catalog, or reads it once for every caller. The
+// read runs under its own deadline, not the caller's: twenty-odd pages of
+// instance types take a while on a loaded node, and callers each starting their
+// own read, each given up at their own deadline, would never finish one.
 func (c *CloudProvider) ec2Catalog(ctx context.Context) (*ec2Catalog, error) {
 	c.mu.Lock()
-	cat := c.catalog
-	c.mu.Unlock()
-	if cat != nil && c.clock.Since(cat.fetchedAt) < c.opts.CatalogTTL {
+	if cat := c.catalog; cat != nil && c.clock.Since(cat.fetchedAt) < c.opts.CatalogTTL {
+		c.mu.Unlock()
 		return cat, nil
 	}
+	read := c.catalogRead
+	if read == nil {
+		read = &catalogRead{done: make(chan struct{})}
+		c.catalogRead = read
+		go func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), catalogReadTimeout)
+			defer cancel()
+			read.cat, read.err = c.readCatalog(rctx)
+			c.mu.Lock()
+			if read.err == nil {
+				c.catalog = read.cat
+			}
+			c.catalogRead = nil
+			c.mu.Unlock()
+			close(read.done)
+		}()
+	}
+	c.mu.Unlock()
+	select {
+	case <-read.done:
+		return read.cat, read.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for EC2's instance types: %w", ctx.Err())
+	}
+}
+
+// readCatalog reads every instance type and where each is offered.
+func (c *CloudProvider) readCatalog(ctx context.Context) (*ec2Catalog, error) {
 	fresh := &ec2Catalog{zones: map[string][]string{}, fetchedAt: c.clock.Now()}
 	for p := ec2.NewDescribeInstanceTypesPaginator(c.aws.EC2, &ec2.DescribeInstanceTypesInput{}); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
@@ -303,9 +346,6 @@ func (c *CloudProvider) ec2Catalog(ctx context.Context) (*ec2Catalog, error) {
 			fresh.zones[name] = append(fresh.zones[name], deref(o.Location))
 		}
 	}
-	c.mu.Lock()
-	c.catalog = fresh
-	c.mu.Unlock()
 	return fresh, nil
 }
 

@@ -747,3 +747,39 @@ func TestConcurrentLaunchesShareTemplate(t *testing.T) {
 		t.Errorf("%d launch templates, want 1", got)
 	}
 }
+
+// EC2's catalog is read once for every caller, and a caller that gives up does not
+// end the read: under load, callers each restarting it at their own deadline would
+// never finish one. Here every caller gives up after 200ms, while a read takes
+// over a second: the read still completes, and callers then get the catalog.
+func TestCatalogReadOutlivesItsCallers(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, fakeaws.Options{})
+	nc := e.nodeClass(t, nil)
+	e.fake.SetLatency("ec2:DescribeInstanceTypes", 100*time.Millisecond)
+	impatient := func() ([]*scheduling.InstanceType, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		return e.cloud.InstanceTypes(ctx, e.pool(nc))
+	}
+	if _, err := impatient(); err == nil {
+		t.Fatal("the catalog cannot be read within 200ms at 100ms a page")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		types, err := impatient()
+		if err == nil && len(types) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("callers that give up after 200ms never got the catalog: %v", err)
+		}
+	}
+	pages := e.fake.Calls("ec2:DescribeInstanceTypes")
+	if _, err := e.cloud.InstanceTypes(t.Context(), e.pool(nc)); err != nil {
+		t.Fatal(err)
+	}
+	if again := e.fake.Calls("ec2:DescribeInstanceTypes"); again != pages {
+		t.Errorf("a cached catalog was read again: %d pages, then %d", pages, again)
+	}
+}

@@ -158,6 +158,26 @@ func (c *cluster) apply(cmd *Command) {
 	}
 }
 
+// freshPlan is the engine's plan of the cluster's running pods on no nodes.
+func (c *cluster) freshPlan() *scheduling.Plan {
+	c.t.Helper()
+	var left []*corev1.Pod
+	for _, n := range c.in.Cluster.Nodes {
+		for _, p := range n.Pods {
+			cp := *p
+			cp.Spec.NodeName = ""
+			left = append(left, &cp)
+		}
+	}
+	fresh := *c.in.Cluster
+	fresh.Nodes, fresh.Pods = nil, left
+	plan, err := scheduling.Solve(&fresh, scheduling.Options{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return plan
+}
+
 var podSeq int
 
 func pod(cpu, mem string, opts ...func(*corev1.Pod)) *corev1.Pod {

@@ -67,20 +67,7 @@ func TestRepackOntoSeveralNodes(t *testing.T) {
 		}
 	}
 	c.apply(cmd)
-	var left []*corev1.Pod
-	for _, n := range c.in.Cluster.Nodes {
-		for _, p := range n.Pods {
-			cp := *p
-			cp.Spec.NodeName = ""
-			left = append(left, &cp)
-		}
-	}
-	fresh := *c.in.Cluster
-	fresh.Nodes, fresh.Pods = nil, left
-	optimal, err := scheduling.Solve(&fresh, scheduling.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	optimal := c.freshPlan()
 	if after := c.price(); after > optimal.Cost()*1.05 {
 		t.Errorf("repacked at $%.4f/h, a fresh plan costs $%.4f/h", after, optimal.Cost())
 	}

@@ -16,11 +16,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodetailor/tailor/internal/fakeaws"
 	"github.com/nodetailor/tailor/internal/localcluster"
-	"github.com/nodetailor/tailor/pkg/operator"
 )
 
 //go:embed aws.yaml
@@ -56,11 +54,7 @@ func ServeFakeAWS(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := operator.Scheme()
-	if err != nil {
-		return err
-	}
-	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	kube, err := newClient(cfg)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/examples"
 	awscloud "github.com/nodetailor/tailor/pkg/cloudprovider/aws"
-	"github.com/nodetailor/tailor/pkg/operator"
 )
 
 // Demo runs the seed example (examples/seed/inflate.yaml) on a sandbox: its
@@ -36,11 +35,7 @@ func Demo(ctx context.Context, kubeconfig string, out io.Writer, tty bool) error
 	if err != nil {
 		return err
 	}
-	scheme, err := operator.Scheme()
-	if err != nil {
-		return err
-	}
-	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	kube, err := newClient(cfg)
 	if err != nil {
 		return err
 	}

@@ -197,13 +197,18 @@ func startController(ctx context.Context, opts Options, kubeconfig string, args,
 	}
 }
 
-// apply creates the objects of a multi-document YAML.
-func apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
+// newClient is a client of the sandbox's API server that knows Tailor's types.
+func newClient(cfg *rest.Config) (client.Client, error) {
 	scheme, err := operator.Scheme()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	kube, err := client.New(cfg, client.Options{Scheme: scheme})
+	return client.New(cfg, client.Options{Scheme: scheme})
+}
+
+// apply creates the objects of a multi-document YAML.
+func apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
+	kube, err := newClient(cfg)
 	if err != nil {
 		return err
 	}

@@ -212,18 +212,24 @@ func measure(t *testing.T, pool string, shapes []shape) {
 	}
 }
 
+// consolidateNow sets the NodePool's consolidateAfter to 0s, its API default.
+func consolidateNow(t *testing.T, np *v1.NodePool) {
+	t.Helper()
+	if err := kube.Get(t.Context(), client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+	if err := kube.Update(t.Context(), np); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // settle lets consolidation run as a NodePool's defaults have it (consolidateAfter
 // 0s) and logs where the live cluster comes to rest against the same plan: no
 // claim created or deleted for 30s, every pod running.
 func settle(t *testing.T, np *v1.NodePool, its []*scheduling.InstanceType, plan *scheduling.Plan, total int) {
 	ctx := t.Context()
-	if err := kube.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
-		t.Fatal(err)
-	}
-	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
-	if err := kube.Update(ctx, np); err != nil {
-		t.Fatal(err)
-	}
+	consolidateNow(t, np)
 	start, since := time.Now(), time.Now()
 	var names []string
 	var price float64
@@ -426,13 +432,7 @@ func TestScaleDownToPlan(t *testing.T) {
 	}
 	plan, _ := freshPlan(t, np)
 	fresh := plan.Cost()
-	if err := kube.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
-		t.Fatal(err)
-	}
-	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
-	if err := kube.Update(ctx, np); err != nil {
-		t.Fatal(err)
-	}
+	consolidateNow(t, np)
 	start := time.Now()
 	var reached time.Duration
 	var price float64

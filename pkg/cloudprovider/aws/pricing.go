@@ -298,42 +298,45 @@ func (b *PriceBook) Refresh(ctx context.Context) error {
 // RefreshOnDemand reads the on-demand prices of each operating system from the
 // Pricing API.
 func (b *PriceBook) RefreshOnDemand(ctx context.Context) error {
-	var errs []error
-	for _, os := range []string{OSLinux, OSWindows} {
+	return b.refresh(ctx, func(ctx context.Context, os string) (func(*Prices), error) {
 		prices, err := b.onDemand(ctx, os)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		if err != nil || len(prices) == 0 {
+			return nil, err
 		}
-		b.mu.Lock()
-		if len(prices) > 0 {
-			live := b.live[os]
-			live.OnDemand = prices
-			b.live[os] = live
-			b.generation++
-		}
-		b.mu.Unlock()
-	}
-	return errors.Join(errs...)
+		return func(p *Prices) { p.OnDemand = prices }, nil
+	})
 }
 
 // RefreshSpot reads the spot prices in force of each operating system from the
 // spot price history.
 func (b *PriceBook) RefreshSpot(ctx context.Context) error {
+	return b.refresh(ctx, func(ctx context.Context, os string) (func(*Prices), error) {
+		prices, err := b.spot(ctx, os)
+		if err != nil || len(prices) == 0 {
+			return nil, err
+		}
+		return func(p *Prices) { p.Spot = prices }, nil
+	})
+}
+
+// refresh reads each operating system's prices and applies what read returns to
+// its live prices; a failed or empty read keeps the previous ones.
+func (b *PriceBook) refresh(ctx context.Context, read func(ctx context.Context, os string) (func(*Prices), error)) error {
 	var errs []error
 	for _, os := range []string{OSLinux, OSWindows} {
-		prices, err := b.spot(ctx, os)
+		set, err := read(ctx, os)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		b.mu.Lock()
-		if len(prices) > 0 {
-			live := b.live[os]
-			live.Spot = prices
-			b.live[os] = live
-			b.generation++
+		if set == nil {
+			continue
 		}
+		b.mu.Lock()
+		live := b.live[os]
+		set(&live)
+		b.live[os] = live
+		b.generation++
 		b.mu.Unlock()
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,8 @@
 package operator
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,6 +32,10 @@ func cacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  {Transform: trimPod},
 			&corev1.Node{}: {Transform: trimNode},
+			// Owners are read for how many pods they want, not how to make them.
+			&appsv1.ReplicaSet{}:  {Transform: trimOwner},
+			&appsv1.StatefulSet{}: {Transform: trimOwner},
+			&batchv1.Job{}:        {Transform: trimOwner},
 		},
 	}
 }
@@ -125,4 +131,23 @@ func trimNode(obj any) (any, error) {
 	node.Status.VolumesInUse = nil
 	node.Status.VolumesAttached = nil
 	return node, nil
+}
+
+// trimOwner drops a ReplicaSet's, StatefulSet's or Job's pod template (and a
+// StatefulSet's claim templates): the provisioner reads only how many pods it wants
+// (see provisioning.OwnerKinds).
+func trimOwner(obj any) (any, error) {
+	if _, err := trimMetadata(obj); err != nil {
+		return obj, err
+	}
+	switch o := obj.(type) {
+	case *appsv1.ReplicaSet:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	case *appsv1.StatefulSet:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+		o.Spec.VolumeClaimTemplates = nil
+	case *batchv1.Job:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	}
+	return obj, nil
 }

@@ -202,7 +202,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// One read-only view for the provisioner and disruption, its informers started
 	// with the cache, its pods read from the pod informer's store.
 	cluster := state.New(kube)
-	for _, kind := range state.Kinds() {
+	for _, kind := range append(state.Kinds(), provisioning.OwnerKinds()...) {
 		informer, err := mgr.GetCache().GetInformer(ctx, kind)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", kind, err)

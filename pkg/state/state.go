@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -107,6 +108,10 @@ type Snapshot struct {
 	Claims []*v1.NodeClaim
 	// PDBs are the PodDisruptionBudgets, for disruption.
 	PDBs []*policyv1.PodDisruptionBudget
+	// Owned counts the live pods (neither finished nor being deleted) of each
+	// controlling owner by its UID: how many of its replicas a ReplicaSet, a
+	// StatefulSet or a Job has made so far.
+	Owned map[types.UID]int
 }
 
 // RBAC: what it reads and writes (see `make generate`).
@@ -203,9 +208,12 @@ type BuildOptions struct {
 // only read, and shared with the result.
 func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.InstanceType, error), opts BuildOptions) *Snapshot {
 	in := &scheduling.Input{}
-	snap := &Snapshot{Input: in}
+	snap := &Snapshot{Input: in, Owned: map[types.UID]int{}}
 	bound := map[string][]*corev1.Pod{}
 	for _, p := range objs.Pods {
+		if owner := metav1.GetControllerOf(p); owner != nil && p.DeletionTimestamp == nil && !scheduling.IsTerminal(p) {
+			snap.Owned[owner.UID]++
+		}
 		switch {
 		case p.Spec.NodeName != "":
 			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)

@@ -218,7 +218,8 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	p.rounds++
 	round := strconv.FormatUint(p.rounds, 10)
 	QueueDepth.WithLabelValues(ControllerName, round).Set(float64(len(snap.Input.Pods)))
-	in, plan, repacked, err := planPods(snap.Input, &fresh, lapsed.any(), p.opts.Scheduling)
+	expected := expectedPods(snap.Input.Pods, p.wanted(ctx, snap.Input.Pods), snap.Owned, maxExpected)
+	in, plan, repacked, expectedUsed, err := planWithExpected(snap.Input, &fresh, expected, lapsed.any(), p.opts.Scheduling)
 	QueueDepth.DeleteLabelValues(ControllerName, round)
 	if err != nil {
 		return err
@@ -287,8 +288,9 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	created = slices.DeleteFunc(created, func(nc *v1.NodeClaim) bool { return nc == nil })
 	if len(created) > 0 {
-		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", len(in.Pods)-len(plan.Unschedulable),
-			"waiting", pending-len(in.Pods), "unschedulable", len(plan.Unschedulable), "pricePerHour", plan.Cost(),
+		planned := len(in.Pods) - expectedUsed
+		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", planned-len(plan.Unschedulable),
+			"waiting", pending-planned, "unschedulable", len(plan.Unschedulable), "expected", expectedUsed, "pricePerHour", plan.Cost(),
 			"onExistingNodes", len(plan.Bindings), "repacked", repacked,
 			"lapsedGrace", lapsed.Grace, "lapsedRoomTaken", lapsed.RoomTaken, "lapsedClaimGone", lapsed.ClaimGone,
 			"snapshotSeconds", start.Sub(began).Seconds(), "solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds(),
@@ -297,6 +299,42 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	// Wait for the claims created even when others failed: the next plan must
 	// count them.
 	return errors.Join(err, p.waitForCache(ctx, created))
+}
+
+// planWithExpected plans for the pods still to place together with the pods
+// their owners are still to make (see expectedPods), and drops from the plan what
+// it holds for those alone. Should that leave pods unschedulable, it plans
+// without them too and keeps that plan if it places more (the expected pods may
+// have taken the room up to a limit). It returns the
+// input of the plan it kept, and how many expected pods that input holds.
+func planWithExpected(pinned, fresh *scheduling.Input, expected []*corev1.Pod, lapsed bool, opts scheduling.Options) (
+	in *scheduling.Input, plan *scheduling.Plan, repacked bool, expectedUsed int, err error) {
+	if len(expected) > 0 {
+		with := func(in *scheduling.Input) *scheduling.Input {
+			c := *in
+			c.Pods = append(slices.Clone(in.Pods), expected...)
+			return &c
+		}
+		in, plan, repacked, err = planPods(with(pinned), with(fresh), lapsed, opts)
+		if err != nil {
+			return nil, nil, false, 0, err
+		}
+		uids := make(map[types.UID]bool, len(expected))
+		for _, p := range expected {
+			uids[p.UID] = true
+		}
+		withoutExpected(plan, uids)
+		if len(plan.Unschedulable) == 0 {
+			return in, plan, repacked, len(expected), nil
+		}
+		in2, plan2, repacked2, err := planPods(pinned, fresh, lapsed, opts)
+		if err != nil || len(plan2.Unschedulable) >= len(plan.Unschedulable) {
+			return in, plan, repacked, len(expected), nil
+		}
+		return in2, plan2, repacked2, 0, nil
+	}
+	in, plan, repacked, err = planPods(pinned, fresh, lapsed, opts)
+	return in, plan, repacked, 0, err
 }
 
 // planPods plans for the pods still to place (pinned: the waiting pods hold their

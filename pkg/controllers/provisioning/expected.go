@@ -1,0 +1,186 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodetailor/tailor/pkg/scheduling"
+)
+
+// Expected pods are the replicas a ReplicaSet, StatefulSet or Job wants and has not
+// made yet. The kube-controller-manager makes pods at the rate its client allows
+// (20 a second by default), so a Deployment scaled to 500 reaches the provisioner in
+// several batches; each batch planned on its own gets the nodes that suit its own
+// size and its own tail of small nodes (60 nodes where one plan of all 500 has 11,
+// at much the same price). So a batch is planned together with the pods still to
+// come, as copies of a pending pod of their owner, and only the new nodes that take
+// a pod that exists are created: the room they keep for the copies is what the
+// next batch's pods fill.
+
+// +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+
+// OwnerKinds are the owners whose replicas are expected: start their informers with
+// the controller, so the first batch does not wait for their lists.
+func OwnerKinds() []client.Object {
+	return []client.Object{&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &batchv1.Job{}}
+}
+
+// maxExpected bounds the copies added to one batch, so that an owner asking for a
+// million replicas cannot make one plan huge.
+const maxExpected = 10000
+
+// expectedPrefix starts an expected pod's name: '~' sorts after every character a
+// pod name may hold, so the engine places the real pods of a shape before the
+// expected ones (it takes each shape's pods in name order) and they share nodes.
+const expectedPrefix = "~expected-"
+
+// expectedPods returns the pods the owners of pending still have to make: for
+// each controlling owner of a pending pod, want[owner] less have[owner] copies of
+// its first pending pod that has no volume claim of its own (a copy would share
+// it). At most limit in all.
+func expectedPods(pending []*corev1.Pod, want map[types.UID]int32, have map[types.UID]int, limit int) []*corev1.Pod {
+	templates := map[types.UID]*corev1.Pod{}
+	var owners []types.UID
+	for _, p := range pending {
+		owner := metav1.GetControllerOf(p)
+		if owner == nil || templates[owner.UID] != nil || ownClaims(p) {
+			continue
+		}
+		templates[owner.UID] = p
+		owners = append(owners, owner.UID)
+	}
+	slices.Sort(owners)
+	var out []*corev1.Pod
+	for _, uid := range owners {
+		missing := int(want[uid]) - have[uid]
+		for i := range min(missing, limit-len(out)) {
+			out = append(out, expectedCopy(templates[uid], i))
+		}
+	}
+	return out
+}
+
+// ownClaims reports a pod with a volume claim made for it alone (a StatefulSet's
+// claim template, an ephemeral volume).
+func ownClaims(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.PersistentVolumeClaim != nil || v.Ephemeral != nil
+	})
+}
+
+// expectedCopy is the i-th pod expected beside template. It shares the template's
+// labels and spec, which nothing writes.
+func expectedCopy(template *corev1.Pod, i int) *corev1.Pod {
+	owner := metav1.GetControllerOf(template)
+	cp := &corev1.Pod{TypeMeta: template.TypeMeta, Spec: template.Spec, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	cp.Namespace = template.Namespace
+	cp.Name = fmt.Sprintf("%s%s-%d", expectedPrefix, owner.Name, i)
+	cp.UID = types.UID(fmt.Sprintf("expected/%s/%d", owner.UID, i))
+	cp.Labels, cp.Annotations, cp.OwnerReferences = template.Labels, template.Annotations, template.OwnerReferences
+	return cp
+}
+
+// replicasWanted is how many live pods each owner wants: a ReplicaSet or
+// StatefulSet its replicas, a Job as many as it runs at once. An owner that is
+// going, suspended, finished or failing to make its pods (a quota, say) wants none
+// more than it has: they may never come.
+func replicasWanted(obj client.Object) (int32, bool) {
+	if obj.GetDeletionTimestamp() != nil {
+		return 0, false
+	}
+	switch o := obj.(type) {
+	case *appsv1.ReplicaSet:
+		for _, c := range o.Status.Conditions {
+			if c.Type == appsv1.ReplicaSetReplicaFailure && c.Status == corev1.ConditionTrue {
+				return 0, false
+			}
+		}
+		return ptrOr(o.Spec.Replicas, 1), true
+	case *appsv1.StatefulSet:
+		return ptrOr(o.Spec.Replicas, 1), true
+	case *batchv1.Job:
+		if ptrOr(o.Spec.Suspend, false) {
+			return 0, false
+		}
+		for _, c := range o.Status.Conditions {
+			if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed ||
+				c.Type == batchv1.JobFailureTarget || c.Type == batchv1.JobSuccessCriteriaMet) {
+				return 0, false
+			}
+		}
+		n := ptrOr(o.Spec.Parallelism, 1)
+		if o.Spec.Completions != nil {
+			n = min(n, *o.Spec.Completions-o.Status.Succeeded)
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+func ptrOr[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// wanted reads the owners of the pending pods: how many live pods each wants.
+// An owner it cannot read (gone, or not a kind it knows) is left out.
+func (p *Provisioner) wanted(ctx context.Context, pending []*corev1.Pod) map[types.UID]int32 {
+	out := map[types.UID]int32{}
+	seen := map[types.UID]bool{}
+	for _, pod := range pending {
+		owner := metav1.GetControllerOf(pod)
+		if owner == nil || seen[owner.UID] {
+			continue
+		}
+		seen[owner.UID] = true
+		var obj client.Object
+		switch owner.Kind {
+		case "ReplicaSet":
+			obj = &appsv1.ReplicaSet{}
+		case "StatefulSet":
+			obj = &appsv1.StatefulSet{}
+		case "Job":
+			obj = &batchv1.Job{}
+		default:
+			continue
+		}
+		if err := p.kube.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, obj); err != nil {
+			log.FromContext(ctx).V(1).Info("not reading a pending pod's owner", "pod", client.ObjectKeyFromObject(pod), "owner", owner.Name, "error", err.Error())
+			continue
+		}
+		if obj.GetUID() != owner.UID {
+			continue // a namesake made since
+		}
+		if n, ok := replicasWanted(obj); ok {
+			out[owner.UID] = n
+		}
+	}
+	return out
+}
+
+// withoutExpected drops what the plan holds for expected pods: their bindings and
+// failures, and the new nodes that take only expected pods.
+func withoutExpected(plan *scheduling.Plan, expected map[types.UID]bool) {
+	if len(expected) == 0 {
+		return
+	}
+	real := func(p *corev1.Pod) bool { return !expected[p.UID] }
+	plan.Bindings = slices.DeleteFunc(plan.Bindings, func(b scheduling.Binding) bool { return !real(b.Pod) })
+	plan.Unschedulable = slices.DeleteFunc(plan.Unschedulable, func(f scheduling.Failure) bool { return !real(f.Pod) })
+	plan.NewNodes = slices.DeleteFunc(plan.NewNodes, func(n *scheduling.NewNode) bool { return !slices.ContainsFunc(n.Pods, real) })
+	for _, n := range plan.NewNodes {
+		n.Pods = slices.DeleteFunc(n.Pods, func(p *corev1.Pod) bool { return !real(p) })
+	}
+}

@@ -29,6 +29,17 @@ type Input struct {
 	// CSINodes give existing nodes' CSI volume attach limits, by node name: a pod
 	// whose volumes would take a driver past its allocatable count does not go there.
 	CSINodes []*storagev1.CSINode
+	// Demand are pods the solve does not place but counts, beside Pods, in the
+	// demand that sizes new nodes: the rest of a workload whose pods are placed a
+	// part at a time, so that each part gets the nodes a plan of the whole would.
+	Demand []Demand
+}
+
+// Demand stands for Count pods like Pod (see Input.Demand). One of a shape no pod
+// in Pods has is ignored.
+type Demand struct {
+	Pod   *corev1.Pod
+	Count int
 }
 
 // Node is an existing node, or one being launched, with the pods bound to it.

@@ -15,27 +15,38 @@ import (
 
 // computeDemand sums, per pool, the pending pods that would go there first; it sizes
 // new nodes (see anchor).
+// The pods that only size nodes (Input.Demand) count as well.
 func (s *solver) computeDemand() {
 	for _, p := range s.pods {
-		c := p.class
-		if c.invalid != "" {
-			continue
-		}
-		for _, ps := range s.pools {
-			if ps.unavailable == "" && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
-				if ps.demandN == 0 {
-					ps.uniform, ps.firstReq = true, c.req
-				} else if ps.uniform && !ps.firstReq.Equal(&c.req, s.n) {
-					ps.uniform = false
-				}
-				ps.demand.add(&c.req, s.n)
-				ps.demandN++
-				break
-			}
-		}
+		s.addToDemand(p.class, 1)
+	}
+	for _, d := range s.demand {
+		s.addToDemand(d.class, d.count)
 	}
 	for _, ps := range s.pools {
 		ps.rank(s.n)
+	}
+}
+
+// addToDemand counts n pods of class c in the demand of the pool they would go to
+// first.
+func (s *solver) addToDemand(c *podClass, n int64) {
+	if c.invalid != "" {
+		return
+	}
+	for _, ps := range s.pools {
+		if ps.unavailable == "" && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
+			if ps.demandN == 0 {
+				ps.uniform, ps.firstReq = true, c.req
+			} else if ps.uniform && !ps.firstReq.Equal(&c.req, s.n) {
+				ps.uniform = false
+			}
+			for range n {
+				ps.demand.add(&c.req, s.n)
+			}
+			ps.demandN += n
+			return
+		}
 	}
 }
 

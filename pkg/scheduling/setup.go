@@ -55,6 +55,7 @@ func newSolver(in *Input, opts Options) *solver {
 	s.addNodes(in.Nodes)
 	s.addPools(in.NodePools)
 	s.addPods(in.Pods)
+	s.addDemand(in.Demand)
 	s.n = s.idx.Len()
 	for _, ps := range s.pools {
 		ps.maxAlloc = maxAlloc(ps.types, s.n)
@@ -322,6 +323,22 @@ func admitsAny(node Requirements, terms []Requirements) bool {
 		}
 	}
 	return false
+}
+
+// addDemand reads the pods that only size new nodes: those of a class some pod to
+// place has (the classes the solve places), each counted Count times.
+func (s *solver) addDemand(demand []Demand) {
+	var key []byte
+	for _, d := range demand {
+		req, quick := s.idx.quickPodVector(d.Pod)
+		if !quick || d.Count <= 0 {
+			continue // a pod to place of this shape would have been read the slow way
+		}
+		key = appendClassKey(key[:0], d.Pod, &req, s.idx.Len())
+		if c, ok := s.classes[string(key)]; ok && c.invalid == "" {
+			s.demand = append(s.demand, classDemand{class: c, count: int64(d.Count)})
+		}
+	}
 }
 
 func (s *solver) addPods(pods []*corev1.Pod) {

@@ -166,6 +166,12 @@ type podInfo struct {
 	class *podClass
 }
 
+// classDemand is count pods of class that only size new nodes (Input.Demand).
+type classDemand struct {
+	class *podClass
+	count int64
+}
+
 type solver struct {
 	opts      Options
 	growSlack float64 // see growSlack
@@ -176,10 +182,12 @@ type solver struct {
 	nodesPos       int // position of the "nodes" pseudo-resource, or -1
 	n              int // resources in use
 
-	pools      []*poolState
-	nodes      []*simNode // existing, then launching, then planned
-	planned    int
-	pods       []*podInfo
+	pools   []*poolState
+	nodes   []*simNode // existing, then launching, then planned
+	planned int
+	pods    []*podInfo
+	// demand only sizes new nodes (Input.Demand).
+	demand     []classDemand
 	classes    map[string]*podClass
 	classList  []*podClass
 	groups     map[string]*group

@@ -70,6 +70,40 @@ func expectedPods(pending []*corev1.Pod, want map[types.UID]int32, have map[type
 	return out
 }
 
+// madeDemand is the rest of each owner in want that pods holds pods of: the pods it
+// has made that are not among pods (bound, or waiting for their claims). They are
+// planned for no more, but size new nodes (scheduling.Input.Demand), so that the
+// part of a workload planned now gets the nodes a plan of the whole would, not
+// those that suit the part (for pods of one size the cheapest node type depends
+// on how many there are). At most limit in all.
+func madeDemand(pods []*corev1.Pod, want map[types.UID]int32, have map[types.UID]int, limit int) []scheduling.Demand {
+	templates := map[types.UID]*corev1.Pod{}
+	planned := map[types.UID]int{}
+	var owners []types.UID
+	for _, p := range pods {
+		owner := metav1.GetControllerOf(p)
+		if owner == nil {
+			continue
+		}
+		if _, ok := want[owner.UID]; !ok {
+			continue
+		}
+		if planned[owner.UID]++; planned[owner.UID] == 1 {
+			templates[owner.UID] = p
+			owners = append(owners, owner.UID)
+		}
+	}
+	slices.Sort(owners)
+	var out []scheduling.Demand
+	for _, uid := range owners {
+		if n := min(have[uid]-planned[uid], limit); n > 0 {
+			out = append(out, scheduling.Demand{Pod: templates[uid], Count: n})
+			limit -= n
+		}
+	}
+	return out
+}
+
 // ownClaims reports a pod with a volume claim made for it alone (a StatefulSet's
 // claim template, an ephemeral volume).
 func ownClaims(p *corev1.Pod) bool {

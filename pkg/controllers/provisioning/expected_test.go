@@ -117,7 +117,7 @@ func TestPlanWithExpected(t *testing.T) {
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: schedtest.SyntheticTypes(20)}},
 		Pods: []*corev1.Pod{ownedBy(pod("web-a", "1"), "ReplicaSet", "web"), ownedBy(pod("web-b", "1"), "ReplicaSet", "web")}}
 	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"web": 10}, map[k8stypes.UID]int{"web": 2}, maxExpected)
-	used, plan, _, n, err := planWithExpected(in, in, expected, false, scheduling.Options{})
+	used, plan, _, n, err := planWithExpected(in, in, expected, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestPlanWithExpected(t *testing.T) {
 		t.Errorf("the node requests %s cpu, want room for all ten pods", cpu.String())
 	}
 	// Without them, the two pods get a node of their own size.
-	_, alone, _, _, err := planWithExpected(in, in, nil, false, scheduling.Options{})
+	_, alone, _, _, err := planWithExpected(in, in, nil, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestPlanWithExpectedYieldsToRealPods(t *testing.T) {
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: schedtest.SyntheticTypes(6)}},
 		Pods: []*corev1.Pod{ownedBy(pod("big-a", "2"), "ReplicaSet", "big"), pod("small-a", "1"), pod("small-b", "1"), pod("small-c", "1")}}
 	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"big": 10}, map[k8stypes.UID]int{"big": 1}, maxExpected)
-	_, plan, _, n, err := planWithExpected(in, in, expected, false, scheduling.Options{})
+	_, plan, _, n, err := planWithExpected(in, in, expected, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,5 +220,22 @@ func TestProvisionSizesForTheReplicaSet(t *testing.T) {
 	}
 	if len(p.nominated) != 2 {
 		t.Errorf("%d pods nominated, want the two that exist", len(p.nominated))
+	}
+}
+
+// The pods an owner made that are not planned now (bound, or waiting for their
+// claims) size the new nodes: one demand per owner, of the pods it has less those
+// planned.
+func TestMadeDemand(t *testing.T) {
+	planned := []*corev1.Pod{ownedBy(pod("web-a", "1"), "ReplicaSet", "web"), ownedBy(pod("web-b", "1"), "ReplicaSet", "web"),
+		ownedBy(pod("job-a", "1"), "Job", "job"), ownedBy(pod("unknown-a", "1"), "ReplicaSet", "unknown"), pod("bare", "1")}
+	want := map[k8stypes.UID]int32{"web": 10, "job": 1}
+	have := map[k8stypes.UID]int{"web": 7, "job": 1, "unknown": 50}
+	got := madeDemand(planned, want, have, 100)
+	if len(got) != 1 || got[0].Count != 5 || got[0].Pod.Name != "web-a" {
+		t.Fatalf("demand %+v, want web's 5 made pods not planned now, as web-a (the job has no others; unknown owners are not read)", got)
+	}
+	if got := madeDemand(planned, want, have, 3); len(got) != 1 || got[0].Count != 3 {
+		t.Errorf("demand %+v, want it cut at the limit, 3", got)
 	}
 }

@@ -218,8 +218,10 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	p.rounds++
 	round := strconv.FormatUint(p.rounds, 10)
 	QueueDepth.WithLabelValues(ControllerName, round).Set(float64(len(snap.Input.Pods)))
-	expected := expectedPods(snap.Input.Pods, p.wanted(ctx, snap.Input.Pods), snap.Owned, maxExpected)
-	in, plan, repacked, expectedUsed, err := planWithExpected(snap.Input, &fresh, expected, lapsed.any(), p.opts.Scheduling)
+	want := p.wanted(ctx, snap.Input.Pods)
+	expected := expectedPods(snap.Input.Pods, want, snap.Owned, maxExpected)
+	workloads := func(pods []*corev1.Pod) []scheduling.Demand { return madeDemand(pods, want, snap.Owned, maxExpected) }
+	in, plan, repacked, expectedUsed, err := planWithExpected(snap.Input, &fresh, expected, workloads, lapsed.any(), p.opts.Scheduling)
 	QueueDepth.DeleteLabelValues(ControllerName, round)
 	if err != nil {
 		return err
@@ -302,17 +304,21 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 }
 
 // planWithExpected plans for the pods still to place together with the pods
-// their owners are still to make (see expectedPods), and drops from the plan what
-// it holds for those alone. Should that leave pods unschedulable, it plans
+// their owners are still to make (see expectedPods), new nodes sized for the
+// whole of their workloads (the demand, from the pods of an input), and drops
+// from the plan what it holds for the expected pods alone. Should that leave pods unschedulable, it plans
 // without them too and keeps that plan if it places more (the expected pods may
 // have taken the room up to a limit). It returns the
 // input of the plan it kept, and how many expected pods that input holds.
-func planWithExpected(pinned, fresh *scheduling.Input, expected []*corev1.Pod, lapsed bool, opts scheduling.Options) (
+func planWithExpected(pinned, fresh *scheduling.Input, expected []*corev1.Pod, demand func([]*corev1.Pod) []scheduling.Demand, lapsed bool, opts scheduling.Options) (
 	in *scheduling.Input, plan *scheduling.Plan, repacked bool, expectedUsed int, err error) {
-	if len(expected) > 0 {
+	if len(expected) > 0 || demand != nil {
 		with := func(in *scheduling.Input) *scheduling.Input {
 			c := *in
 			c.Pods = append(slices.Clone(in.Pods), expected...)
+			if demand != nil {
+				c.Demand = demand(in.Pods)
+			}
 			return &c
 		}
 		in, plan, repacked, err = planPods(with(pinned), with(fresh), lapsed, opts)

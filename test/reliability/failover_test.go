@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -23,9 +25,23 @@ const (
 	leaseName      = "tailor-controller"
 )
 
+// maxFailover bounds the time from the leader's kill -9 to the standby holding
+// the Lease. The controller keeps controller-runtime's defaults: a LeaseDuration
+// of 15s and a RetryPeriod of 2s, which client-go jitters by up to JitterFactor
+// (1.2), so a standby tries every 2-4.4s. The dead leader renewed at or before
+// the kill; the standby sees that renewal at its next try (≤4.4s later) and
+// counts the 15s from then; it takes the Lease at its first try after those
+// (≤4.4s more): 23.8s at worst. 10s more for a loaded 2-core machine and its API
+// server: 33.8s.
+var maxFailover = leaseDuration + 2*time.Duration(float64(retryPeriod)*(1+leaderelection.JitterFactor)) + 10*time.Second
+
+// controller-runtime's defaults, which the controller keeps.
+const leaseDuration, retryPeriod = 15 * time.Second, 2 * time.Second
+
 // TestLeaderFailover runs two controllers with leader election and kills the
-// leader with SIGKILL in the middle of a batch: the standby takes over (the time
-// from the kill to its acquiring the Lease is logged) and finishes the batch
+// leader with SIGKILL in the middle of a batch, once some of its NodeClaims are in
+// flight (created, their Node not registered yet): the standby takes over within
+// maxFailover of the kill (the times are in the summary) and finishes the batch
 // without launching anything twice. Every pod needs a node of its own, so the
 // right number of NodeClaims is known: one per pod. At the end the leader is
 // stopped with SIGTERM, and must give up its Lease on the way out, so the standby
@@ -52,6 +68,7 @@ func TestLeaderFailover(t *testing.T) {
 
 	want := 0
 	var failovers []time.Duration
+	var killedInFlight []int
 	for round := 1; round <= suite.failoverRounds; round++ {
 		before, err := e.claimCount(t.Context())
 		if err != nil {
@@ -59,14 +76,19 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		want += suite.failoverPods
 		e.scale("one-per-node", want)
-		// Mid-batch: the leader has made some of the round's claims, not all launched.
-		if !e.eventually(fmt.Sprintf("round %d: the leader starts the batch", round), time.Minute, func(ctx context.Context) (bool, string) {
-			n, err := e.claimCount(ctx)
-			return err == nil && n > before, fmt.Sprintf("%d nodeclaims", n)
+		// Mid-batch: the leader has made some of the round's claims and some are
+		// in flight, not registered yet (launches take 2s, so each is for a while).
+		var flight inFlightClaims
+		if !e.eventually(fmt.Sprintf("round %d: the leader starts the batch, claims in flight", round), time.Minute, func(ctx context.Context) (bool, string) {
+			var err error
+			flight, err = e.claimsInFlight(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			return flight.total > before && flight.inFlight() > 0, flight.String()
 		}) {
 			return
 		}
-		launching, _ := e.inFlight(t.Context())
 		killed := time.Now()
 		leader.kill()
 		newHolder, acquired, err := waitHolder(t.Context(), leases, func(h string) bool { return h != "" && h != holder })
@@ -75,8 +97,12 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		failover := acquired.Sub(killed)
 		failovers = append(failovers, failover)
-		t.Logf("round %d: leader %s killed with %d nodeclaims launching; %s took the Lease %.1fs after the kill (seen by polling it; its acquireTime says %.2fs)",
-			round, leader.name, launching, newHolder, failover.Seconds(), e.leaseAcquireTime(leases).Sub(killed).Seconds())
+		killedInFlight = append(killedInFlight, flight.inFlight())
+		t.Logf("round %d: leader %s killed with %s; %s took the Lease %.1fs after the kill (seen by polling it; its acquireTime says %.2fs)",
+			round, leader.name, flight, newHolder, failover.Seconds(), e.leaseAcquireTime(leases).Sub(killed).Seconds())
+		if failover > maxFailover {
+			t.Errorf("round %d: the standby took the Lease %.1fs after the leader was killed, over the bound of %s", round, failover.Seconds(), maxFailover)
+		}
 		// Two replicas again, as a Deployment would restart the killed one.
 		for i, c := range replicas {
 			if c == leader {
@@ -97,8 +123,10 @@ func TestLeaderFailover(t *testing.T) {
 			t.Errorf("round %d: %d instances launched in all for %d one-node pods: a double launch", round, seen, want)
 		}
 	}
-	t.Logf("failover after kill -9: %s (controller-runtime's Lease: 15s duration, 2s retry period)", formatDurations(failovers))
-	e.note("failover after kill -9, kill to the new leader's Lease: %s", formatDurations(failovers))
+	t.Logf("failover after kill -9, from the kill to the new leader holding the Lease: %s (bound %s); nodeclaims in flight at each kill: %s",
+		formatDurations(failovers), maxFailover, formatInts(killedInFlight))
+	e.note("failover after kill -9, from the kill to the new leader holding the Lease: %s (bound %s); nodeclaims in flight (created, not registered) at each kill: %s",
+		formatDurations(failovers), maxFailover, formatInts(killedInFlight))
 
 	// SIGTERM: the leader should release the Lease as it leaves.
 	lease := &coordinationv1.Lease{}
@@ -218,6 +246,39 @@ func (e *env) leaseAcquireTime(cs kubernetes.Interface) time.Time {
 	return lease.Spec.AcquireTime.Time
 }
 
+// inFlightClaims counts NodeClaims as the API server has them now.
+type inFlightClaims struct {
+	// total counts every claim; unlaunched, those not launched yet; unregistered,
+	// those launched whose Node has not registered yet.
+	total, unlaunched, unregistered int
+}
+
+// inFlight counts the claims created and not registered yet, nor deleting.
+func (f inFlightClaims) inFlight() int { return f.unlaunched + f.unregistered }
+
+func (f inFlightClaims) String() string {
+	return fmt.Sprintf("%d nodeclaims, %d in flight (%d not launched yet, %d launched, not registered)",
+		f.total, f.inFlight(), f.unlaunched, f.unregistered)
+}
+
+func (e *env) claimsInFlight(ctx context.Context) (inFlightClaims, error) {
+	claims := &v1.NodeClaimList{}
+	if err := e.kube.List(ctx, claims); err != nil {
+		return inFlightClaims{}, err
+	}
+	f := inFlightClaims{total: len(claims.Items)}
+	for _, nc := range claims.Items {
+		switch {
+		case nc.DeletionTimestamp != nil:
+		case !conditionTrue(&nc, v1.ConditionTypeLaunched):
+			f.unlaunched++
+		case !conditionTrue(&nc, v1.ConditionTypeRegistered):
+			f.unregistered++
+		}
+	}
+	return f, nil
+}
+
 func (e *env) claimCount(ctx context.Context) (int, error) {
 	claims := &v1.NodeClaimList{}
 	if err := e.kube.List(ctx, claims); err != nil {
@@ -251,6 +312,14 @@ func ptrValue[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+func formatInts(ns []int) string {
+	var parts []string
+	for _, n := range ns {
+		parts = append(parts, strconv.Itoa(n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func formatDurations(ds []time.Duration) string {

@@ -20,6 +20,12 @@ import (
 // work. A last controller then scales up, and to zero: every pod must run, no
 // NodeClaim may ever have had two instances, and at zero nothing may be left: no
 // instance, no Node or NodeClaim held by its finalizer.
+//
+// A kill lands during a launch when the harness, reading just before it, sees a
+// NodeClaim launching (created, not initialized yet), and during a termination
+// when it sees one terminating (deleting, still held by its finalizer). Up cycles
+// kill in the first state, down cycles in the second; over the run at least one
+// kill must land in each.
 func TestKillCycles(t *testing.T) {
 	e := newEnv(t, 2)
 	// Launches take a second, so kills land with launches in flight; a node agent
@@ -47,34 +53,41 @@ func TestKillCycles(t *testing.T) {
 		if !up || e.rng.IntN(4) == 0 {
 			deleted = e.deleteRandomClaims()
 		}
+		target, state := "launching", func(launching, _ int) bool { return launching > 0 }
+		if !up {
+			target, state = "terminating", func(_, terminating int) bool { return terminating > 0 }
+		}
+		// Until a kill has landed in the cycle's state, the kill comes at the first
+		// sight of it: the first up cycle launches into an empty cluster and each
+		// down cycle has claims deleted by hand, so every run kills at least once
+		// during each. The other cycles pause at random first.
+		landed := (up && duringLaunch > 0) || (!up && duringTermination > 0)
 		started := time.Now()
 		c := e.startController(fmt.Sprintf("cycle-%03d", i+1), false)
-		// Kill it at work: once its caches are synced and a claim is launching (up
-		// cycles) or terminating (down cycles), or after 8s regardless, at a random
-		// moment of the next 3s.
-		busy := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 8*time.Second, true, func(ctx context.Context) (bool, error) {
-			launching, terminating := e.inFlight(ctx)
-			return c.ready() && ((up && launching > 0) || (!up && terminating > 0)), nil
-		}) == nil
-		after := time.Duration(e.rng.Int64N(int64(3 * time.Second)))
-		select {
-		case <-time.After(after):
-		case <-t.Context().Done():
-			return
-		}
-		launching, terminating := e.inFlight(t.Context())
-		c.kill()
+		killed, busy, pause, launching, terminating := e.killInState(c, state, !landed)
 		if launching > 0 {
 			duringLaunch++
 		}
 		if terminating > 0 {
 			duringTermination++
 		}
-		t.Logf("cycle %d: %d pods wanted, %d nodeclaims deleted by hand; killed %.1fs after start (%.1fs after it was at work: %v) with %d nodeclaims launching, %d terminating",
-			i+1, pods, deleted, time.Since(started).Seconds(), after.Seconds(), busy, launching, terminating)
+		seen := "not within 10s"
+		if !busy.IsZero() {
+			seen = fmt.Sprintf("%.1fs before the kill (pause %.1fs)", killed.Sub(busy).Seconds(), pause.Seconds())
+		}
+		t.Logf("cycle %d: %d pods wanted, %d nodeclaims deleted by hand; a nodeclaim %s seen %s; killed %.1fs after start with %d nodeclaims launching, %d terminating",
+			i+1, pods, deleted, target, seen, killed.Sub(started).Seconds(), launching, terminating)
 	}
-	t.Logf("kill -9: %d cycles, %d during a launch, %d during a termination", suite.killCycles, duringLaunch, duringTermination)
-	e.note("kill -9: %d cycles, %d during a launch, %d during a termination", suite.killCycles, duringLaunch, duringTermination)
+	t.Logf("kill -9: %d cycles, %d during a launch (a nodeclaim created, not initialized), %d during a termination (a nodeclaim deleting, held by its finalizer)",
+		suite.killCycles, duringLaunch, duringTermination)
+	e.note("kill -9: %d cycles, %d during a launch (a nodeclaim created, not initialized), %d during a termination (a nodeclaim deleting, held by its finalizer)",
+		suite.killCycles, duringLaunch, duringTermination)
+	if duringLaunch == 0 {
+		t.Errorf("no kill landed during a launch in %d cycles: no nodeclaim was launching at any kill", suite.killCycles)
+	}
+	if duringTermination == 0 {
+		t.Errorf("no kill landed during a termination in %d cycles: no nodeclaim was terminating at any kill", suite.killCycles)
+	}
 
 	e.startController("final", false)
 	scaleTo(suite.killPods / 2)
@@ -87,8 +100,44 @@ func TestKillCycles(t *testing.T) {
 	e.settleToZero("after the kills, scaled to zero: every node, nodeclaim and instance gone")
 }
 
+// killInState kills the controller in the state the cycle is for: it waits (up
+// to 10s) for the controller's caches to sync and the state to show; unless
+// firstSight, pauses a random 0-2s; then kills at the next sight of the state
+// (within 5s, else regardless). It returns when it killed, when the state first
+// showed (zero if it never did), the pause, and the claims launching and
+// terminating as read just before the kill.
+func (e *env) killInState(c *controller, state func(launching, terminating int) bool, firstSight bool) (killed, busy time.Time, pause time.Duration, launching, terminating int) {
+	ctx := e.t.Context()
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if !c.ready() {
+			return false, nil
+		}
+		if state(e.inFlight(ctx)) {
+			busy = time.Now()
+			return true, nil
+		}
+		return false, nil
+	})
+	if !busy.IsZero() && !firstSight {
+		pause = time.Duration(e.rng.Int64N(int64(2 * time.Second)))
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+		}
+	}
+	// The reading that decides the kill is the one the kill follows.
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		launching, terminating = e.inFlight(ctx)
+		return state(launching, terminating), nil
+	})
+	c.kill()
+	return time.Now(), busy, pause, launching, terminating
+}
+
 // deleteRandomClaims deletes one to three NodeClaims, as a user or another tool
-// would: their termination starts with the next controller.
+// would: their termination starts with the next controller. The first has a Node
+// when one does: its termination takes at least the taint's 5s to settle, long
+// enough for the harness to see the next controller at it.
 func (e *env) deleteRandomClaims() int {
 	claims := &v1.NodeClaimList{}
 	if err := e.kube.List(e.t.Context(), claims); err != nil {
@@ -101,6 +150,17 @@ func (e *env) deleteRandomClaims() int {
 			break
 		}
 		i := e.rng.IntN(len(claims.Items))
+		if n == 0 {
+			var withNode []int
+			for j, nc := range claims.Items {
+				if nc.Status.NodeName != "" {
+					withNode = append(withNode, j)
+				}
+			}
+			if len(withNode) > 0 {
+				i = withNode[e.rng.IntN(len(withNode))]
+			}
+		}
 		if err := e.kube.Delete(e.t.Context(), &claims.Items[i]); client.IgnoreNotFound(err) != nil {
 			e.t.Fatal(err)
 		}
@@ -127,9 +187,11 @@ func (e *env) inFlight(ctx context.Context) (launching, terminating int) {
 	return launching, terminating
 }
 
-func initialized(nc *v1.NodeClaim) bool {
+func initialized(nc *v1.NodeClaim) bool { return conditionTrue(nc, v1.ConditionTypeInitialized) }
+
+func conditionTrue(nc *v1.NodeClaim, condition string) bool {
 	for _, c := range nc.Status.Conditions {
-		if c.Type == v1.ConditionTypeInitialized {
+		if c.Type == condition {
 			return c.Status == "True"
 		}
 	}

@@ -41,8 +41,10 @@ type guarded struct {
 // capacity against its limit, the PDB-covered Deployments' healthy pods against
 // their budgets, that no do-not-disrupt pod went, and reads the controller's
 // resident memory and goroutines. At the end: no overrun, no violation, memory and
-// goroutines flat (the last quarter's median against the second's), and after
-// scaling to zero, nothing leaked or stuck.
+// goroutines flat (the last quarter's median against the second's), PDB-covered
+// pods gone only through the Eviction API, its refusals (429s, which PDBs give as
+// they should) no more often than the drain's backoff allows, and after scaling
+// to zero, nothing leaked or stuck.
 func TestSoak(t *testing.T) {
 	e := newEnv(t, 4)
 	limits := map[string]string{"small-spot": "16", "general": "32", "fallback": "64"}
@@ -90,8 +92,9 @@ func TestSoak(t *testing.T) {
 	}))
 	batches := []string{"batch-a", "batch-b", "batch-c"}
 	e.create(deployment(batches[0], 0, "500m", "1Gi"), deployment(batches[1], 0, "1", "2Gi"), deployment(batches[2], 0, "250m", "256Mi"))
-	refused := e.countEvents("FailedEviction")
 	removals := e.auditRemovals("web", "api")
+	refusedEvents := e.countEvents("FailedEviction")
+	ctrlStarted := time.Now()
 	ctrl := e.startController("soak", false)
 	if !e.eventually("soak: the fixed Deployments running", suite.deadline, e.podsRunning) {
 		return
@@ -194,21 +197,29 @@ func TestSoak(t *testing.T) {
 	for _, o := range overruns.all() {
 		t.Errorf("limit overrun: %s", o)
 	}
-	t.Logf("soak: PDB violations: %d samples in %d episodes; evictions the Eviction API refused (FailedEviction events): %d",
-		violations.samples(), len(violations.all()), refused.total())
+	t.Logf("soak: PDB violations: %d samples in %d episodes", violations.samples(), len(violations.all()))
 	for _, v := range violations.all() {
 		t.Errorf("PDB violation: %s", v)
 	}
-	evicted, bypassed := removals.result()
+	evicted, bypassed, guardedPods := removals.result()
 	t.Logf("soak: PDB-covered pods removed: %d through the Eviction API, %d around it", evicted, len(bypassed))
 	for _, b := range bypassed {
 		t.Errorf("PDB bypassed: %s", b)
 	}
+	asks, err := e.evictionAnswers(ctrl, refusedEvents, guardedPods, time.Since(ctrlStarted))
+	if err != nil {
+		t.Fatalf("reading the controller's eviction metrics: %v", err)
+	}
+	t.Logf("soak: %s", asks)
+	if asks.refused > asks.maxRefused {
+		t.Errorf("evictions refused %d times, above the %d the drain's backoff allows: it asks again without waiting", asks.refused, asks.maxRefused)
+	}
 	t.Logf("soak: do-not-disrupt pods disrupted: %d of %d seen", len(pinnedGone), len(pinnedSeen))
 	e.note("soak: %d samples, %d scale changes, %d instances launched; peak cpu per NodePool %s (limits %s)",
 		len(rss), scaleChanges, e.track.instancesSeen(), formatCounts(peak), formatCounts(limits))
-	e.note("soak: limit overruns %d samples; PDB violations %d samples; PDB-covered pods evicted %d, removed around the Eviction API %d; evictions refused %d; do-not-disrupt pods disrupted %d",
-		overruns.samples(), violations.samples(), evicted, len(bypassed), refused.total(), len(pinnedGone))
+	e.note("soak: limit overruns %d samples; PDB violations %d samples; PDB-covered pods evicted %d, removed around the Eviction API %d; do-not-disrupt pods disrupted %d",
+		overruns.samples(), violations.samples(), evicted, len(bypassed), len(pinnedGone))
+	e.note("soak: %s", asks)
 	for _, g := range slices.Sorted(maps.Values(pinnedGone)) {
 		t.Errorf("do-not-disrupt pod disrupted: %s", g)
 	}
@@ -353,6 +364,64 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
+// evictionAsks is what the Eviction API answered the controller's drains, from
+// its karpenter_pods_eviction_requests_total. A refusal (429) is a
+// PodDisruptionBudget allowing no disruption just then: expected, and not a
+// violation (those the suite checks from the pods); the drain asks again later.
+// How many there are follows how often consolidation drains a node whose
+// PDB-covered pods have spent their budget, so the count has no bound of its own;
+// its rate does. The drain asks again about a refused pod after 1s, doubling to
+// 10s, so over w a pod is refused at most 5 + w/10s times.
+type evictionAsks struct {
+	granted, refused int
+	// other counts the other answers by code (404: the pod was gone already).
+	other map[string]int
+	// counted: the controller's metrics have the counter. Without it (no eviction
+	// asked for yet, or a build without it) refused is the FailedEviction events
+	// the test saw, which the event recorder folds and drops past a burst: at most
+	// the refusals.
+	counted bool
+	// maxRefused is twice the backoff's bound, over every PDB-covered pod seen:
+	// more means the drain asks again without waiting.
+	maxRefused int
+	pods       int
+	over       time.Duration
+}
+
+func (e *env) evictionAnswers(c *controller, events *eventCounter, guardedPods int, over time.Duration) (evictionAsks, error) {
+	families, err := c.metrics()
+	if err != nil {
+		return evictionAsks{}, err
+	}
+	const family = "karpenter_pods_eviction_requests_total"
+	a := evictionAsks{counted: families[family] != nil, other: map[string]int{}, pods: guardedPods, over: over,
+		maxRefused: 2 * guardedPods * (5 + int(over/(10*time.Second)))}
+	if !a.counted {
+		a.refused = events.total()
+		return a, nil
+	}
+	for code, n := range byLabel(families, family, "code") {
+		switch code {
+		case "200":
+			a.granted += int(n)
+		case "429":
+			a.refused += int(n)
+		default:
+			a.other[code] += int(n)
+		}
+	}
+	return a, nil
+}
+
+func (a evictionAsks) String() string {
+	refused := fmt.Sprintf("%d refused (429: a PDB allowed no disruption then, expected; the drain asks again after a backoff; at most %d for %d PDB-covered pods over %s)",
+		a.refused, a.maxRefused, a.pods, a.over.Round(time.Second))
+	if !a.counted {
+		return fmt.Sprintf("evictions: no %s in the controller's metrics; FailedEviction events: %s", "karpenter_pods_eviction_requests_total", refused)
+	}
+	return fmt.Sprintf("evictions asked for: %d granted; %s; other answers by code: %s", a.granted, refused, formatCounts(a.other))
+}
+
 // eventCounter counts the Events with one reason the test's informer sees, each
 // at its highest count (the recorder folds repeats into one Event): Events expire
 // after an hour, the counter keeps them.
@@ -400,24 +469,29 @@ func (e *env) countEvents(reason string) *eventCounter {
 // else has a reason to remove their pods.
 type removalAudit struct {
 	mu       sync.Mutex
+	seen     map[string]bool
 	evicted  map[string]bool
 	bypassed map[string]string
 }
 
 func (e *env) auditRemovals(apps ...string) *removalAudit {
 	e.t.Helper()
-	a := &removalAudit{evicted: map[string]bool{}, bypassed: map[string]string{}}
+	a := &removalAudit{seen: map[string]bool{}, evicted: map[string]bool{}, bypassed: map[string]string{}}
 	see := func(o any, deleted bool) {
 		if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 			o = tomb.Obj
 		}
 		p, ok := o.(*corev1.Pod)
-		if !ok || !slices.Contains(apps, p.Labels["app"]) || (p.DeletionTimestamp == nil && !deleted) {
+		if !ok || !slices.Contains(apps, p.Labels["app"]) {
 			return
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		uid := string(p.UID)
+		a.seen[uid] = true
+		if p.DeletionTimestamp == nil && !deleted {
+			return
+		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
 				a.evicted[uid] = true
@@ -440,6 +514,7 @@ func (e *env) auditRemovals(apps ...string) *removalAudit {
 		e.t.Fatal(err)
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { see(o, false) },
 		UpdateFunc: func(_, o any) { see(o, false) },
 		DeleteFunc: func(o any) { see(o, true) },
 	}); err != nil {
@@ -448,9 +523,10 @@ func (e *env) auditRemovals(apps ...string) *removalAudit {
 	return a
 }
 
-// result is how many pods left through the Eviction API, and the ones that did not.
-func (a *removalAudit) result() (int, []string) {
+// result is how many pods left through the Eviction API, the ones that did not,
+// and how many pods were seen in all.
+func (a *removalAudit) result() (evicted int, bypassed []string, seen int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.evicted), slices.Sorted(maps.Values(a.bypassed))
+	return len(a.evicted), slices.Sorted(maps.Values(a.bypassed)), len(a.seen)
 }

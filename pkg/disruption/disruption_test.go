@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -153,7 +154,7 @@ func TestBlockers(t *testing.T) {
 		want  string
 	}{
 		"do-not-disrupt pod": {func(c *cluster, n *scheduling.Node) {
-			n.Pods[0].Annotations[v1.DoNotDisruptAnnotationKey] = "true"
+			n.Pods[0].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
 		}, "do-not-disrupt"},
 		"do-not-disrupt node": {func(c *cluster, n *scheduling.Node) {
 			n.Node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
@@ -252,7 +253,7 @@ func TestDrift(t *testing.T) {
 	t.Run("do-not-disrupt yields to terminationGracePeriod", func(t *testing.T) {
 		c := newCluster(t)
 		c.pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
-		n := c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi", annotated(v1.DoNotDisruptAnnotationKey, "true")))
+		n := c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi", testobj.Annotations(v1.DoNotDisruptAnnotationKey, "true")))
 		c.pool.Annotations[v1.NodePoolHashAnnotationKey] = "h2"
 		if cmd := Decide(c.in).Command; cmd != nil {
 			t.Fatalf("do-not-disrupt blocks drift, got %s", cmd)

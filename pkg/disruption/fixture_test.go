@@ -7,11 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
@@ -29,13 +29,10 @@ type cluster struct {
 }
 
 func newCluster(t testing.TB) *cluster {
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default",
-		Annotations: map[string]string{v1.NodePoolHashAnnotationKey: "h1", v1.NodePoolHashVersionAnnotationKey: "v1"}}}
-	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("30s")
-	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
-	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
+	np := testobj.NodePool("default",
+		testobj.PoolAnnotations(v1.NodePoolHashAnnotationKey, "h1", v1.NodePoolHashVersionAnnotationKey, "v1"),
+		testobj.ConsolidationPolicy(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), testobj.ConsolidateAfter("30s"), testobj.Budgets("100%"),
+		testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand))
 	types := schedtest.SyntheticTypes(32)
 	c := &cluster{t: t, types: types, pool: np, in: &Input{Now: now, Cluster: &scheduling.Input{
 		NodePools: []*scheduling.NodePool{{NodePool: np, InstanceTypes: types}}}}}
@@ -47,28 +44,20 @@ func (c *cluster) node(typ int, captype string, pods ...*corev1.Pod) *scheduling
 	c.n++
 	name := fmt.Sprintf("node-%d", c.n)
 	it := c.types[typ]
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		v1.LabelInstanceType: it.Name, v1.LabelZone: "zone-a", v1.CapacityTypeLabelKey: captype,
-		v1.NodePoolLabelKey: c.pool.Name, v1.LabelArch: "amd64", v1.LabelOS: "linux", v1.LabelHostname: name,
-		"example.com/cpu": fmt.Sprint(typ + 1)}},
-		Spec: corev1.NodeSpec{ProviderID: "fake:///" + name},
-		Status: corev1.NodeStatus{Allocatable: it.Allocatable(), Capacity: it.Capacity, Conditions: []corev1.NodeCondition{
-			{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}}}
+	hourAgo := now.Add(-time.Hour)
+	n := testobj.Node(name, "", "", testobj.ProviderID("fake:///"+name), testobj.NodeCapacity(it.Capacity, it.Allocatable()),
+		testobj.NodeReady(corev1.ConditionTrue, hourAgo), testobj.NodeLabels(
+			v1.LabelInstanceType, it.Name, v1.LabelZone, "zone-a", v1.CapacityTypeLabelKey, captype, v1.NodePoolLabelKey, c.pool.Name,
+			v1.LabelArch, "amd64", v1.LabelOS, "linux", "example.com/cpu", fmt.Sprint(typ+1)))
 	for _, p := range pods {
 		p.Spec.NodeName = name
 	}
 	sn := &scheduling.Node{Node: n, Pods: pods}
 	c.in.Cluster.Nodes = append(c.in.Cluster.Nodes, sn)
-	ready := metav1.Condition{Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-" + name, Labels: map[string]string{v1.NodePoolLabelKey: c.pool.Name},
-		Annotations:       map[string]string{v1.NodePoolHashAnnotationKey: "h1", v1.NodePoolHashVersionAnnotationKey: "v1"},
-		CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
-		Status: v1.NodeClaimStatus{ProviderID: n.Spec.ProviderID, NodeName: name}}
-	for _, t := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
-		cond := ready
-		cond.Type, cond.Reason = t, t
-		nc.Status.Conditions = append(nc.Status.Conditions, cond)
-	}
+	nc := testobj.NodeClaim("claim-"+name, testobj.ClaimLabels(v1.NodePoolLabelKey, c.pool.Name),
+		testobj.ClaimAnnotations(v1.NodePoolHashAnnotationKey, "h1", v1.NodePoolHashVersionAnnotationKey, "v1"),
+		testobj.ClaimNode(n.Spec.ProviderID, name), testobj.Initialized(hourAgo))
+	nc.CreationTimestamp = metav1.NewTime(hourAgo)
 	c.in.Claims = append(c.in.Claims, nc)
 	return sn
 }
@@ -180,26 +169,14 @@ func (c *cluster) freshPlan() *scheduling.Plan {
 
 var podSeq int
 
-func pod(cpu, mem string, opts ...func(*corev1.Pod)) *corev1.Pod {
+// pod is a running pod of app web, named and with a UID of its own.
+func pod(cpu, mem string, opts ...testobj.PodOption) *corev1.Pod {
 	podSeq++
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", podSeq), Namespace: "default",
-		UID: types.UID(fmt.Sprint("uid-", podSeq)), Labels: map[string]string{"app": "web"}, Annotations: map[string]string{}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+	base := []testobj.PodOption{testobj.UID(types.UID(fmt.Sprint("uid-", podSeq))), testobj.Labels("app", "web"), testobj.Phase(corev1.PodRunning)}
+	return testobj.Pod(fmt.Sprintf("pod-%d", podSeq), cpu, mem, append(base, opts...)...)
 }
 
-func daemon(p *corev1.Pod) {
-	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "logs", APIVersion: "apps/v1"}}
-}
-
-func annotated(k, v string) func(*corev1.Pod) {
-	return func(p *corev1.Pod) { p.Annotations[k] = v }
-}
+var daemon = testobj.OwnedBy("DaemonSet", "logs", "")
 
 func names(cands []*Candidate) []string {
 	out := make([]string, len(cands))

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 )
 
 // sick describes one node of a repair test: its pool, its Ready status and how long
@@ -28,18 +29,18 @@ func repairInput(nodes []sick) *RepairInput {
 	in.Manages = func(nc *v1.NodeClaim) bool { return nc.Spec.NodeClassRef.Kind == "SimNodeClass" }
 	for i, s := range nodes {
 		name := fmt.Sprintf("n%d", i)
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}, Spec: corev1.NodeSpec{ProviderID: "fake:///" + name}}
-		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
-			Spec:   v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "tailor.sh", Kind: "SimNodeClass", Name: "default"}},
-			Status: v1.NodeClaimStatus{ProviderID: n.Spec.ProviderID, NodeName: name}}
+		nodeOpts := []testobj.NodeOption{testobj.ProviderID("fake:///" + name), testobj.NodeReady(s.ready, now.Add(-s.held))}
+		claimOpts := []testobj.NodeClaimOption{testobj.ClaimNode("fake:///"+name, name)}
 		if s.pool != "" {
-			n.Labels[v1.NodePoolLabelKey], nc.Labels[v1.NodePoolLabelKey] = s.pool, s.pool
-		}
-		if s.ready != "" {
-			n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: s.ready, LastTransitionTime: metav1.NewTime(now.Add(-s.held))}}
+			nodeOpts = append(nodeOpts, testobj.NodeLabels(v1.NodePoolLabelKey, s.pool))
+			claimOpts = append(claimOpts, testobj.ClaimLabels(v1.NodePoolLabelKey, s.pool))
 		}
 		if s.foreign {
-			nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+			claimOpts = append(claimOpts, testobj.ClaimNodeClassRef(&v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}))
+		}
+		n, nc := testobj.Node(name, "", "", nodeOpts...), testobj.NodeClaim(name, claimOpts...)
+		if s.ready == "" {
+			n.Status.Conditions = nil
 		}
 		if s.going {
 			nc.DeletionTimestamp = &metav1.Time{Time: now}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -42,14 +43,14 @@ func TestNodesNotUpAreNeitherCandidatesNorDestinations(t *testing.T) {
 			return n.Node.Name
 		},
 		"launching, not registered": func(c *cluster) string {
-			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "launching", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
-				Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
-					{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{c.types[31].Name}},
-					{Key: v1.LabelZone, Operator: v1.NodeSelectorOpIn, Values: []string{"zone-a"}},
-					{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
-					{Key: v1.LabelArch, Operator: v1.NodeSelectorOpIn, Values: []string{"amd64"}},
-					{Key: v1.LabelOS, Operator: v1.NodeSelectorOpIn, Values: []string{"linux"}}}},
-				Status: v1.NodeClaimStatus{Allocatable: c.types[31].Allocatable(), Capacity: c.types[31].Capacity}}
+			it := c.types[31]
+			nc := testobj.NodeClaim("launching", testobj.ClaimLabels(v1.NodePoolLabelKey, "default"),
+				testobj.ClaimRequirement(v1.LabelInstanceType, v1.NodeSelectorOpIn, it.Name),
+				testobj.ClaimRequirement(v1.LabelZone, v1.NodeSelectorOpIn, "zone-a"),
+				testobj.ClaimRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand),
+				testobj.ClaimRequirement(v1.LabelArch, v1.NodeSelectorOpIn, "amd64"),
+				testobj.ClaimRequirement(v1.LabelOS, v1.NodeSelectorOpIn, "linux"))
+			nc.Status.Allocatable, nc.Status.Capacity = it.Allocatable(), it.Capacity
 			c.in.Claims = append(c.in.Claims, nc)
 			c.in.Cluster.Nodes = append(c.in.Cluster.Nodes, &scheduling.Node{Node: state.LaunchingNode(nc), Launching: true})
 			return "nodeclaim/launching"

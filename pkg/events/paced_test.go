@@ -6,13 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/nodetailor/tailor/internal/testobj"
 )
 
-func pod(i int) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("p", i), Namespace: "default"}}
-}
+func pod(i int) *corev1.Pod { return testobj.Pod(fmt.Sprint("p", i), "", "") }
 
 // Events pass on in order; those beyond the backlog are dropped, not blocked on.
 func TestPacedPassesEventsInOrderAndDropsBeyondTheBacklog(t *testing.T) {

@@ -3,11 +3,13 @@ package state
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -15,30 +17,23 @@ import (
 // each make of the same cluster.
 func TestBuild(t *testing.T) {
 	deleting := &metav1.Time{}
-	unschedulable := []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
-	pod := func(name, node string, mutate ...func(*corev1.Pod)) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node}}
+	// pod is bound to node, or unschedulable without one.
+	pod := func(name, node string, opts ...testobj.PodOption) *corev1.Pod {
+		base := []testobj.PodOption{testobj.NodeName(node)}
 		if node == "" {
-			p.Status.Conditions = unschedulable
+			base = append(base, testobj.Unschedulable())
 		}
-		for _, m := range mutate {
-			m(p)
-		}
-		return p
+		return testobj.Pod(name, "", "", append(base, opts...)...)
 	}
 	neverTried := func(p *corev1.Pod) { p.Status.Conditions = nil }
 	beingDeleted := func(p *corev1.Pod) { p.DeletionTimestamp, p.Finalizers = deleting, []string{"x"} }
-	owned := func(kind string) func(*corev1.Pod) {
-		return func(p *corev1.Pod) {
-			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: "o", UID: "u", Controller: ptr(true)}}
-		}
-	}
+	owned := func(kind string) testobj.PodOption { return testobj.OwnedBy(kind, "o", "u") }
 	ready := func(np *v1.NodePool, status metav1.ConditionStatus) *v1.NodePool {
 		np.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeReady, Status: status, Reason: "R", ObservedGeneration: np.Generation}}
 		return np
 	}
 	pool := func(name string) *v1.NodePool {
-		np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		np := testobj.NodePool(name)
 		np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: "agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}
 		return np
 	}
@@ -55,16 +50,13 @@ func TestBuild(t *testing.T) {
 	withTaints := func(n *corev1.Node) { n.Spec.Taints = slices.Clone(comingUpTaints) }
 	managed := map[string]string{v1.NodePoolLabelKey: "default"}
 	initialized := map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"}
-	claim := func(name, providerID string, initialized bool, mutate ...func(*v1.NodeClaim)) *v1.NodeClaim {
-		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}}}
-		nc.Spec.StartupTaints = []corev1.Taint{{Key: "agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}
-		nc.Status.ProviderID = providerID
+	claim := func(name, providerID string, initialized bool) *v1.NodeClaim {
+		opts := []testobj.NodeClaimOption{testobj.ClaimLabels(v1.NodePoolLabelKey, "default"), testobj.ClaimNode(providerID, "")}
 		if initialized {
-			nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeInitialized, Status: metav1.ConditionTrue}}
+			opts = append(opts, testobj.ClaimCondition(v1.ConditionTypeInitialized, metav1.ConditionTrue, time.Time{}))
 		}
-		for _, m := range mutate {
-			m(nc)
-		}
+		nc := testobj.NodeClaim(name, opts...)
+		nc.Spec.StartupTaints = []corev1.Taint{{Key: "agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}
 		return nc
 	}
 

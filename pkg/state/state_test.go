@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/kubescheme"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
 )
@@ -119,13 +120,8 @@ func TestProvisionable(t *testing.T) {
 // Reading pods from the informer's store gives the snapshot the same pods as listing
 // them, and the pods are the store's own (not copies).
 func TestSnapshotReadsPodsFromTheStore(t *testing.T) {
-	unschedulable := corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
-		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}
-	pods := []*corev1.Pod{
-		{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "default"}, Status: unschedulable},
-		{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}, Status: unschedulable},
-		{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n"}},
-	}
+	pods := []*corev1.Pod{testobj.Pod("b", "", "", testobj.Unschedulable()), testobj.Pod("a", "", "", testobj.Unschedulable()),
+		testobj.Pod("bound", "", "", testobj.NodeName("n"))}
 	scheme, err := kubescheme.New()
 	if err != nil {
 		t.Fatal(err)
@@ -176,11 +172,7 @@ func TestLaunchingClaimHoldsItsReservationAgainstLimits(t *testing.T) {
 				Values: []string{"fake-it-7", "fake-it-5"}}},
 			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}},
 		}}
-	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "second-batch", Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}},
-		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
-			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+	pending := testobj.Pod("second-batch", "4", "", testobj.Unschedulable())
 	scheme, err := kubescheme.New()
 	if err != nil {
 		t.Fatal(err)
@@ -256,18 +248,10 @@ func TestSnapshotWaitsForSync(t *testing.T) {
 
 // readyPool is a NodePool whose Ready condition has status, for its generation.
 func readyPool(name string, weight int32, status metav1.ConditionStatus) *v1.NodePool {
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1}}
-	np.Spec.Weight = &weight
+	np := testobj.NodePool(name, testobj.Weight(weight))
+	np.Generation = 1
 	np.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeReady, Status: status, Reason: "Test", ObservedGeneration: 1}}
 	return np
-}
-
-func unschedulablePod(name, cpu string, selector map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
-		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
-			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
 }
 
 // Claims being deleted count against their NodePool's limits until they are gone
@@ -294,7 +278,7 @@ func TestDrainingClaimsCountAgainstLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(np, drainingNode, node, deletedLaunching,
-		unschedulablePod("pending", "2", nil)).Build()
+		testobj.Pod("pending", "2", "", testobj.Unschedulable())).Build()
 	withTypes := func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil }
 	snap, err := New(kube).Snapshot(t.Context(), withTypes)
 	if err != nil {
@@ -341,8 +325,8 @@ func TestOnlyReadyNodePoolsAreProvisionedFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(invalid, stale, unknown, fallback,
-		unschedulablePod("anywhere", "1", nil),
-		unschedulablePod("only-invalid", "1", map[string]string{v1.NodePoolLabelKey: "invalid"})).Build()
+		testobj.Pod("anywhere", "1", "", testobj.Unschedulable()),
+		testobj.Pod("only-invalid", "1", "", testobj.Unschedulable(), testobj.NodeSelector(v1.NodePoolLabelKey, "invalid"))).Build()
 	snap, err := New(kube).Snapshot(t.Context(), func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil })
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -145,15 +146,11 @@ func freshPlan(t *testing.T, pool string, apps ...string) (*scheduling.Plan, []*
 // time under a budget of one node, until the cluster costs about what a fresh plan
 // of the two pods would; then it holds still; scaled to zero, every node goes.
 func TestConsolidationAfterScaleDown(t *testing.T) {
-	create(t, nodeClass("shrink"), nodePool("shrink", "shrink", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "shrink"}
-		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
-			{Key: "karpenter.k8s.aws/instance-cpu", Operator: v1.NodeSelectorOpIn, Values: []string{"2", "4", "8"}}}
-		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("5s")
-		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
-	}))
-	create(t, deployment("shrink", 20, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "shrink"} }))
+	create(t, nodeClass("shrink"), nodePool("shrink", "shrink", testobj.TemplateLabels("pool", "shrink"),
+		testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand),
+		testobj.Requirement("karpenter.k8s.aws/instance-cpu", v1.NodeSelectorOpIn, "2", "4", "8"),
+		testobj.ConsolidateAfter("5s"), testobj.Budgets("1")))
+	create(t, testobj.Deployment("shrink", 20, "1", "1Gi", onPool("shrink")))
 	runningOn(t, "shrink", 20)
 	// Pods landing on a node are stamped on its claim: consolidateAfter counts from there.
 	eventually(t, 30*time.Second, "lastPodEventTime on every claim", func(ctx context.Context) (bool, string) {
@@ -249,18 +246,15 @@ func nodeEvent(ctx context.Context, node, reason, text string) (bool, string) {
 // its pod, and while the pod is annotated do-not-disrupt, with an event saying so;
 // once both are gone it is replaced.
 func TestBlockedConsolidation(t *testing.T) {
-	create(t, nodeClass("held"), nodePool("held", "held", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "held"}
-		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
-			{Key: "karpenter.k8s.aws/instance-family", Operator: v1.NodeSelectorOpIn, Values: []string{"m5"}},
-			{Key: "karpenter.k8s.aws/instance-cpu", Operator: v1.NodeSelectorOpIn, Values: []string{"2", "8"}}}
-		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("2s")
-	}))
+	create(t, nodeClass("held"), nodePool("held", "held", testobj.TemplateLabels("pool", "held"),
+		testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand),
+		testobj.Requirement("karpenter.k8s.aws/instance-family", v1.NodeSelectorOpIn, "m5"),
+		testobj.Requirement("karpenter.k8s.aws/instance-cpu", v1.NodeSelectorOpIn, "2", "8"),
+		testobj.ConsolidateAfter("2s")))
 	zero := intstr.FromInt32(0)
 	create(t, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "default"},
 		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "held"}}}})
-	create(t, deployment("held", 6, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "held"} }))
+	create(t, testobj.Deployment("held", 6, "1", "1Gi", onPool("held")))
 	runningOn(t, "held", 6)
 	scale(t, "held", 1)
 	var node string
@@ -321,15 +315,9 @@ func TestBlockedConsolidation(t *testing.T) {
 // the NodeClass's image then drifts them again, as the provider reports.
 func TestDriftReplacesNodes(t *testing.T) {
 	class := nodeClass("drift")
-	create(t, class, nodePool("drift", "drift", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "drift"}
-		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
-	}))
-	create(t, deployment("drift", 3, "1", "1Gi", func(s *corev1.PodSpec) {
-		s.NodeSelector = map[string]string{"pool": "drift"}
-		s.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "drift"}}}}}}
-	}))
+	create(t, class, nodePool("drift", "drift", testobj.TemplateLabels("pool", "drift"), testobj.Budgets("1")))
+	create(t, testobj.Deployment("drift", 3, "1", "1Gi", onPool("drift"),
+		testobj.Template(testobj.PodAntiAffinity(corev1.LabelHostname, map[string]string{"app": "drift"}))))
 	before := runningOn(t, "drift", 3)
 	most := watchDisrupting(t, "drift")
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"labels":{"generation":"two"}}}}}`))
@@ -387,11 +375,8 @@ func TestDriftReplacesNodes(t *testing.T) {
 
 // expireAfter recycles a node: the claim goes, its pod runs on a new node.
 func TestExpiration(t *testing.T) {
-	create(t, nodeClass("expire"), nodePool("expire", "expire", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "expire"}
-		np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("30s")
-	}))
-	create(t, deployment("expire", 1, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "expire"} }))
+	create(t, nodeClass("expire"), nodePool("expire", "expire", testobj.TemplateLabels("pool", "expire"), testobj.ExpireAfter("30s")))
+	create(t, testobj.Deployment("expire", 1, "1", "1Gi", onPool("expire")))
 	var first string
 	for n := range runningOn(t, "expire", 1) {
 		first = n
@@ -417,12 +402,9 @@ func TestExpiration(t *testing.T) {
 // A spot interruption notice replaces the node before the reclaim: the claim goes at
 // once, its pods run on a new node, and the interrupted offering is avoided.
 func TestSpotInterruption(t *testing.T) {
-	create(t, nodeClass("spot"), nodePool("spot", "spot", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "spot"}
-		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}}}
-	}))
-	create(t, deployment("spot", 2, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "spot"} }))
+	create(t, nodeClass("spot"), nodePool("spot", "spot", testobj.TemplateLabels("pool", "spot"),
+		testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeSpot)))
+	create(t, testobj.Deployment("spot", 2, "1", "1Gi", onPool("spot")))
 	var first string
 	orig := runningOn(t, "spot", 2)
 	for n := range orig {
@@ -469,11 +451,8 @@ func runningNodes(ctx context.Context, app string) map[string]int {
 // Karpenter's chaos test does), the node count stays bounded: the pods keep being
 // evicted and provisioned for, and emptiness takes the broken nodes away.
 func TestRunawayGuard(t *testing.T) {
-	create(t, nodeClass("chaos"), nodePool("chaos", "chaos", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "chaos"}
-		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
-		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
-	}))
+	create(t, nodeClass("chaos"), nodePool("chaos", "chaos", testobj.TemplateLabels("pool", "chaos"),
+		testobj.ConsolidateAfter("0s"), testobj.Budgets("100%")))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	go func() {
@@ -493,7 +472,7 @@ func TestRunawayGuard(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
-	create(t, deployment("chaos", 3, "500m", "512Mi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "chaos"} }))
+	create(t, testobj.Deployment("chaos", 3, "500m", "512Mi", onPool("chaos")))
 	most, launched := 0, map[string]bool{}
 	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		s, err := lookAtPool(t.Context(), "chaos")
@@ -517,14 +496,10 @@ func TestRunawayGuard(t *testing.T) {
 // A cluster Tailor has just provisioned for a mix of workloads is left alone: no
 // disruption for two minutes once it has settled.
 func TestStableClusterSeesNoDisruption(t *testing.T) {
-	create(t, nodeClass("stable"), nodePool("stable", "stable", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "stable"}
-		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
-		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
-	}))
-	selector := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "stable"} }
-	create(t, deployment("stable-small", 7, "250m", "512Mi", selector), deployment("stable-medium", 5, "1", "2Gi", selector),
-		deployment("stable-large", 3, "2", "4Gi", selector))
+	create(t, nodeClass("stable"), nodePool("stable", "stable", testobj.TemplateLabels("pool", "stable"),
+		testobj.ConsolidateAfter("0s"), testobj.Budgets("100%")))
+	create(t, testobj.Deployment("stable-small", 7, "250m", "512Mi", onPool("stable")),
+		testobj.Deployment("stable-medium", 5, "1", "2Gi", onPool("stable")), testobj.Deployment("stable-large", 3, "2", "4Gi", onPool("stable")))
 	runningOn(t, "stable-small", 7)
 	runningOn(t, "stable-medium", 5)
 	runningOn(t, "stable-large", 3)
@@ -589,14 +564,11 @@ func metric(ctx context.Context, name string, labels ...string) float64 {
 // untainted, keeps its pod, and the failed replacement is gone.
 func TestFailedReplacementRollsBack(t *testing.T) {
 	class := nodeClass("rollback")
-	create(t, class, nodePool("rollback", "rollback", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "rollback"}
-		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-			{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large"}},
-			{Key: v1.LabelZone, Operator: v1.NodeSelectorOpIn, Values: []string{"us-east-1a"}},
-			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
-	}))
-	create(t, deployment("rollback", 1, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "rollback"} }))
+	create(t, class, nodePool("rollback", "rollback", testobj.TemplateLabels("pool", "rollback"),
+		testobj.Requirement(v1.LabelInstanceType, v1.NodeSelectorOpIn, "m5.large"),
+		testobj.Requirement(v1.LabelZone, v1.NodeSelectorOpIn, "us-east-1a"),
+		testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand)))
+	create(t, testobj.Deployment("rollback", 1, "1", "1Gi", onPool("rollback")))
 	var node string
 	for n := range runningOn(t, "rollback", 1) {
 		node = n

@@ -21,6 +21,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/operator"
 )
 
@@ -111,13 +112,14 @@ func run(m *testing.M) int {
 
 func metaName(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
 
-func nodePool(name, nodeClass string, mutate func(*v1.NodePool)) *v1.NodePool {
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	np.Spec.Template.Spec.NodeClassRef = nodeClassRef(nodeClass)
-	// Tests of provisioning keep their nodes; the disruption tests say otherwise.
-	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
-	if mutate != nil {
-		mutate(np)
-	}
-	return np
+// nodePool is a NodePool of the cloud's NodeClass nodeClass. Tests of provisioning
+// keep their nodes; the disruption tests say otherwise.
+func nodePool(name, nodeClass string, opts ...testobj.NodePoolOption) *v1.NodePool {
+	base := []testobj.NodePoolOption{testobj.NodeClassRef(nodeClassRef(nodeClass)), testobj.ConsolidateAfter("Never")}
+	return testobj.NodePool(name, append(base, opts...)...)
+}
+
+// onPool runs a Deployment's pods only on nodes labelled pool=name.
+func onPool(name string) testobj.DeploymentOption {
+	return testobj.Template(testobj.NodeSelector("pool", name))
 }

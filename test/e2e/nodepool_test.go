@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 )
 
 func condition(np *v1.NodePool, kind string) string {
@@ -25,12 +26,8 @@ func condition(np *v1.NodePool, kind string) string {
 // A NodePool is Ready when its NodeClass is; one pointing at a missing NodeClass
 // says so in its conditions, and its pods stay pending with an event saying why.
 func TestNodePoolStatusAndMissingNodeClass(t *testing.T) {
-	create(t, nodeClass("present"), nodePool("ok", "present", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "ok"}
-	}))
-	create(t, nodePool("orphan", "absent", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "orphan"}
-	}))
+	create(t, nodeClass("present"), nodePool("ok", "present", testobj.TemplateLabels("pool", "ok")))
+	create(t, nodePool("orphan", "absent", testobj.TemplateLabels("pool", "orphan")))
 	for name, want := range map[string]string{"ok": "True/Ready", "orphan": "False/NodeClassNotReady"} {
 		eventually(t, time.Minute, "NodePool "+name+" "+want, func(ctx context.Context) (bool, string) {
 			np := &v1.NodePool{}
@@ -41,7 +38,7 @@ func TestNodePoolStatusAndMissingNodeClass(t *testing.T) {
 			return got == want && np.Annotations[v1.NodePoolHashAnnotationKey] != "", fmt.Sprintf("Ready %s, hash %q", got, np.Annotations[v1.NodePoolHashAnnotationKey])
 		})
 	}
-	create(t, deployment("stranded", 1, "100m", "128Mi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "orphan"} }))
+	create(t, testobj.Deployment("stranded", 1, "100m", "128Mi", onPool("orphan")))
 	eventually(t, time.Minute, "an event on the stranded pod", func(ctx context.Context) (bool, string) {
 		return podEvent(ctx, "stranded", "FailedScheduling", provider.kind()+" absent")
 	})
@@ -81,11 +78,8 @@ func podEvent(ctx context.Context, app, reason, text string) (bool, string) {
 // A NodePool's limits stop growth; the pods left over stay pending with an event
 // naming the limit.
 func TestLimitsStopGrowth(t *testing.T) {
-	create(t, nodeClass("limited"), nodePool("limited", "limited", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "limited"}
-		np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("4")}
-	}))
-	create(t, deployment("capped", 8, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "limited"} }))
+	create(t, nodeClass("limited"), nodePool("limited", "limited", testobj.TemplateLabels("pool", "limited"), testobj.Limit(corev1.ResourceCPU, "4")))
+	create(t, testobj.Deployment("capped", 8, "1", "1Gi", onPool("limited")))
 	eventually(t, 2*time.Minute, "a limit event", func(ctx context.Context) (bool, string) {
 		return podEvent(ctx, "capped", "FailedScheduling", "limit cpu=4 reached")
 	})

@@ -11,38 +11,15 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
-
-func deployment(name string, replicas int32, cpu, memory string, mutate func(*corev1.PodSpec)) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}}},
-			},
-		},
-	}
-	if mutate != nil {
-		mutate(&d.Spec.Template.Spec)
-	}
-	return d
-}
 
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()
@@ -70,10 +47,8 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 // The seed example end to end: a Deployment of 10 replicas of 1 cpu and 1Gi, from 0
 // to all Running on nodes Tailor launched.
 func TestDeploymentScalesUp(t *testing.T) {
-	create(t, nodeClass("default"), nodePool("default", "default", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "default"}
-	}))
-	create(t, deployment("inflate", 10, "1", "1Gi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "default"} }))
+	create(t, nodeClass("default"), nodePool("default", "default", testobj.TemplateLabels("pool", "default")))
+	create(t, testobj.Deployment("inflate", 10, "1", "1Gi", onPool("default")))
 	eventually(t, 3*time.Minute, "10 inflate pods running", func(ctx context.Context) (bool, string) {
 		pods := &corev1.PodList{}
 		if err := kube.List(ctx, pods, client.MatchingLabels{"app": "inflate"}); err != nil {
@@ -146,18 +121,12 @@ func TestDeploymentScalesUp(t *testing.T) {
 // than planned is logged, not counted: where it binds is the kube-scheduler's call.)
 func TestMixedDeploymentsMatchThePlan(t *testing.T) {
 	taint := corev1.Taint{Key: "dedicated", Value: "mixed", Effect: corev1.TaintEffectNoSchedule}
-	create(t, nodeClass("mixed"), nodePool("mixed", "mixed", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "mixed"}
+	create(t, nodeClass("mixed"), nodePool("mixed", "mixed", testobj.TemplateLabels("pool", "mixed"),
 		// Its own taint, so no other test's pods join the batch; spot only, so no
 		// offering another test made unavailable is in the plan.
-		np.Spec.Template.Spec.Taints = []corev1.Taint{taint}
-		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}}}
-	}))
-	only := func(s *corev1.PodSpec) {
-		s.NodeSelector = map[string]string{"pool": "mixed"}
-		s.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect}}
-	}
+		testobj.TemplateTaint(taint.Key, taint.Value, taint.Effect),
+		testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeSpot)))
+	only := testobj.Template(testobj.NodeSelector("pool", "mixed"), testobj.Toleration(taint.Key, taint.Value, taint.Effect))
 	shapes := []struct {
 		app         string
 		replicas    int32
@@ -166,7 +135,7 @@ func TestMixedDeploymentsMatchThePlan(t *testing.T) {
 	var apps []string
 	want := 0
 	for _, s := range shapes {
-		create(t, deployment(s.app, 0, s.cpu, s.memory, only))
+		create(t, testobj.Deployment(s.app, 0, s.cpu, s.memory, only))
 		apps = append(apps, s.app)
 		want += int(s.replicas)
 	}

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
+	"github.com/nodetailor/tailor/internal/testobj"
 )
 
 // nodesOf returns the nodes running app's pods.
@@ -31,28 +32,17 @@ func nodesOf(t *testing.T, app string, n int) []*corev1.Node {
 // which takes only pods that tolerate its taint.
 func TestArchitectureAndGPUPools(t *testing.T) {
 	create(t, nodeClass("select"),
-		nodePool("general", "select", func(np *v1.NodePool) {
-			np.Spec.Template.Labels = map[string]string{"pool": "select"}
-			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-				{Key: "karpenter.k8s.aws/instance-gpu-count", Operator: v1.NodeSelectorOpIn, Values: []string{"0"}}}
-		}),
-		nodePool("gpu", "select", func(np *v1.NodePool) {
-			np.Spec.Template.Labels = map[string]string{"pool": "select"}
-			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
-			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-				{Key: "karpenter.k8s.aws/instance-gpu-count", Operator: v1.NodeSelectorOpGte, Values: []string{"1"}}}
-		}))
-	onPool := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "select"} }
-	create(t, deployment("arm", 2, "1", "2Gi", func(s *corev1.PodSpec) {
-		onPool(s)
-		s.NodeSelector[v1.LabelArch] = "arm64"
-	}))
-	create(t, deployment("trainer", 1, "2", "8Gi", func(s *corev1.PodSpec) {
-		onPool(s)
-		s.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
-		s.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
-	}))
-	create(t, deployment("plain", 2, "500m", "512Mi", onPool))
+		nodePool("general", "select", testobj.TemplateLabels("pool", "select"),
+			testobj.Requirement("karpenter.k8s.aws/instance-gpu-count", v1.NodeSelectorOpIn, "0")),
+		nodePool("gpu", "select", testobj.TemplateLabels("pool", "select"), testobj.TemplateTaint("nvidia.com/gpu", "true", corev1.TaintEffectNoSchedule),
+			testobj.Requirement("karpenter.k8s.aws/instance-gpu-count", v1.NodeSelectorOpGte, "1")))
+	create(t, testobj.Deployment("arm", 2, "1", "2Gi", onPool("select"), testobj.Template(testobj.NodeSelector(v1.LabelArch, "arm64"))))
+	create(t, testobj.Deployment("trainer", 1, "2", "8Gi", onPool("select"), testobj.Template(
+		testobj.Tolerations(corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
+		func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+		})))
+	create(t, testobj.Deployment("plain", 2, "500m", "512Mi", onPool("select")))
 
 	for _, n := range nodesOf(t, "arm", 2) {
 		if n.Labels[v1.LabelArch] != "arm64" {
@@ -79,22 +69,14 @@ func TestArchitectureAndGPUPools(t *testing.T) {
 // here from a spot-only NodePool to an on-demand one of lower weight.
 func TestInsufficientCapacityFallsBack(t *testing.T) {
 	nc := nodeClass("scarce")
-	onlyM5 := v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large"}}
-	weight := int32(50)
+	onlyM5 := testobj.Requirement(v1.LabelInstanceType, v1.NodeSelectorOpIn, "m5.large")
 	create(t, nc,
-		nodePool("scarce-spot", "scarce", func(np *v1.NodePool) {
-			np.Spec.Weight = &weight
-			np.Spec.Template.Labels = map[string]string{"pool": "scarce"}
-			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{onlyM5,
-				{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}}}
-		}),
-		nodePool("scarce-on-demand", "scarce", func(np *v1.NodePool) {
-			np.Spec.Template.Labels = map[string]string{"pool": "scarce"}
-			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{onlyM5,
-				{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
-		}))
+		nodePool("scarce-spot", "scarce", testobj.Weight(50), testobj.TemplateLabels("pool", "scarce"), onlyM5,
+			testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeSpot)),
+		nodePool("scarce-on-demand", "scarce", testobj.TemplateLabels("pool", "scarce"), onlyM5,
+			testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand)))
 	provider.withoutCapacity(t, nc, v1alpha1.Offering{InstanceType: "m5.large", CapacityType: v1.CapacityTypeSpot})
-	create(t, deployment("scarce", 1, "500m", "512Mi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "scarce"} }))
+	create(t, testobj.Deployment("scarce", 1, "500m", "512Mi", onPool("scarce")))
 	for _, n := range nodesOf(t, "scarce", 1) {
 		if n.Labels[v1.NodePoolLabelKey] != "scarce-on-demand" || n.Labels[v1.CapacityTypeLabelKey] != v1.CapacityTypeOnDemand {
 			t.Errorf("node %s from %s is %s; m5.large spot has no capacity", n.Name, n.Labels[v1.NodePoolLabelKey], n.Labels[v1.CapacityTypeLabelKey])
@@ -117,14 +99,11 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 // A pod no NodePool can ever hold gets an event saying why, and the controller
 // keeps serving the others.
 func TestImpossiblePodGetsAnEvent(t *testing.T) {
-	create(t, nodeClass("huge"), nodePool("huge", "huge", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "huge"}
-	}))
-	onPool := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "huge"} }
-	create(t, deployment("impossible", 1, "1000", "1Gi", onPool))
+	create(t, nodeClass("huge"), nodePool("huge", "huge", testobj.TemplateLabels("pool", "huge")))
+	create(t, testobj.Deployment("impossible", 1, "1000", "1Gi", onPool("huge")))
 	eventually(t, time.Minute, "an event on the impossible pod", func(ctx context.Context) (bool, string) {
 		return podEvent(ctx, "impossible", "FailedScheduling", "no instance type offers 1000 cpu")
 	})
-	create(t, deployment("possible", 1, "1", "1Gi", onPool))
+	create(t, testobj.Deployment("possible", 1, "1", "1Gi", onPool("huge")))
 	runningOn(t, "possible", 1)
 }

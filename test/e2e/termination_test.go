@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 )
 
 // runningOn waits for n pods of app to run and returns the nodes they run on.
@@ -61,11 +62,8 @@ func gone(ctx context.Context, o client.Object) bool {
 // Deleting a NodeClaim drains its node through the Eviction API, holds while a
 // PodDisruptionBudget says no, then removes the node and terminates the instance.
 func TestDeleteNodeClaimDrainsHonouringPDB(t *testing.T) {
-	create(t, nodeClass("drain"), nodePool("drain", "drain", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "drain"}
-	}))
-	selectPool := func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "drain"} }
-	create(t, deployment("guarded", 2, "500m", "512Mi", selectPool))
+	create(t, nodeClass("drain"), nodePool("drain", "drain", testobj.TemplateLabels("pool", "drain")))
+	create(t, testobj.Deployment("guarded", 2, "500m", "512Mi", onPool("drain")))
 	nodes := runningOn(t, "guarded", 2)
 	minAvailable := intstr.FromInt32(2)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default"},
@@ -126,10 +124,8 @@ func TestDeleteNodeClaimDrainsHonouringPDB(t *testing.T) {
 // and log agent) goes once its claim is deleted: those pods are left to go with
 // the node, not evicted and waited for while their DaemonSet puts them back.
 func TestTerminationAroundTolerateEverythingDaemonSets(t *testing.T) {
-	create(t, nodeClass("tolerant"), nodePool("tolerant", "tolerant", func(np *v1.NodePool) {
-		np.Spec.Template.Labels = map[string]string{"pool": "tolerant"}
-	}))
-	create(t, deployment("tolerant", 1, "500m", "512Mi", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"pool": "tolerant"} }))
+	create(t, nodeClass("tolerant"), nodePool("tolerant", "tolerant", testobj.TemplateLabels("pool", "tolerant")))
+	create(t, testobj.Deployment("tolerant", 1, "500m", "512Mi", onPool("tolerant")))
 	var node string
 	for n := range runningOn(t, "tolerant", 1) {
 		node = n

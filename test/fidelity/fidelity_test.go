@@ -26,7 +26,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
@@ -38,6 +37,7 @@ import (
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/sim"
 	"github.com/nodetailor/tailor/pkg/operator"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -150,13 +150,8 @@ func TestPlanFidelity(t *testing.T) {
 // own, waits for every pod to run, and compares the NodeClaims with a fresh plan.
 func measure(t *testing.T, pool string, shapes []shape) {
 	ctx := t.Context()
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
-	np.Spec.Template.Labels = map[string]string{"pool": pool}
-	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: pool}
-	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
 	// Measure provisioning alone: nothing is consolidated away.
-	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+	np := nodePool(pool)
 	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, np}
 	total := 0
 	for _, s := range shapes {
@@ -260,23 +255,18 @@ func settle(t *testing.T, np *v1.NodePool, its []*scheduling.InstanceType, plan 
 	}
 }
 
-func deployment(name, pool string, replicas int32, cpu, memory string) *appsv1.Deployment {
-	labels := map[string]string{"app": name, "workload": pool}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"pool": pool},
-					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}}},
-			},
-		},
-	}
+// nodePool is the on-demand NodePool of a workload, of its own SimNodeClass and
+// labelling its nodes pool=name; it consolidates nothing unless opts say so.
+func nodePool(name string, opts ...testobj.NodePoolOption) *v1.NodePool {
+	base := []testobj.NodePoolOption{testobj.NodeClassRef(testobj.SimClass(name)), testobj.TemplateLabels("pool", name),
+		testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand), testobj.ConsolidateAfter("Never")}
+	return testobj.NodePool(name, append(base, opts...)...)
+}
+
+// deployment is a Deployment of the workload pool, on its NodePool's nodes.
+func deployment(name, pool string, replicas int32, cpu, memory string, opts ...testobj.DeploymentOption) *appsv1.Deployment {
+	base := []testobj.DeploymentOption{testobj.SelectorLabels("workload", pool), testobj.Template(testobj.NodeSelector("pool", pool))}
+	return testobj.Deployment(name, replicas, cpu, memory, append(base, opts...)...)
 }
 
 func claimsOf(ctx context.Context, pool string) ([]v1.NodeClaim, error) {
@@ -363,19 +353,11 @@ func TestScaleDownToPlan(t *testing.T) {
 		}
 		nodes = int32(n)
 	}
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
-	np.Spec.Template.Labels = map[string]string{"pool": pool}
-	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: pool}
-	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
-	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
-	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	np := nodePool(pool, testobj.Budgets("100%"))
 	// fill takes a node per pod (hostname anti-affinity); light lands in the room
 	// fill leaves, and stays once fill is gone.
-	fill := deployment("shrink-fill", pool, nodes, "1", "1536Mi")
-	fill.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
-			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shrink-fill"}}}}}}
+	fill := deployment("shrink-fill", pool, nodes, "1", "1536Mi",
+		testobj.Template(testobj.PodAntiAffinity(corev1.LabelHostname, map[string]string{"app": "shrink-fill"})))
 	light := deployment("shrink-light", pool, nodes, "250m", "256Mi")
 	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, np, fill}
 	for _, o := range objs {

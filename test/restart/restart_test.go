@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +21,7 @@ import (
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 )
 
 func TestKillMidProvisioning(t *testing.T) {
@@ -37,17 +36,10 @@ func TestKillMidProvisioning(t *testing.T) {
 	// Slow launches, so the controller dies with some in flight.
 	nc := &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "slow"},
 		Spec: v1alpha1.SimNodeClassSpec{LaunchDelay: metav1.Duration{Duration: 2 * time.Second}}}
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: "slow"}
 	// Small types only, so the pods need several nodes.
-	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: "karpenter.k8s.aws/instance-cpu", Operator: v1.NodeSelectorOpLte, Values: []string{"2"}}}
-	replicas := int32(6)
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.DeploymentSpec{
-		Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "web", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}}}
+	np := testobj.NodePool("default", testobj.NodeClassRef(testobj.SimClass("slow")),
+		testobj.Requirement("karpenter.k8s.aws/instance-cpu", v1.NodeSelectorOpLte, "2"))
+	d := testobj.Deployment("web", 6, "1", "1Gi")
 	objs := []client.Object{nc, np, d}
 	for _, ds := range testenv.SystemDaemonSets() {
 		objs = append(objs, ds)

@@ -17,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +29,7 @@ import (
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/operator"
 	"github.com/nodetailor/tailor/pkg/sandbox"
 )
@@ -440,39 +440,25 @@ func probePool(nc *awsv1.EC2NodeClass) *v1.NodePool {
 	if strings.HasPrefix(nc.AMIFamily(), "Windows") {
 		os = "windows"
 	}
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
-	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nc.Name}
-	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: corev1.LabelOSStable, Operator: v1.NodeSelectorOpIn, Values: []string{os}},
-		{Key: corev1.LabelArchStable, Operator: v1.NodeSelectorOpIn, Values: []string{"amd64"}},
-	}
-	return np
+	return testobj.NodePool(nc.Name, testobj.NodeClassRef(&v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nc.Name}),
+		testobj.Requirement(corev1.LabelOSStable, v1.NodeSelectorOpIn, os), testobj.Requirement(corev1.LabelArchStable, v1.NodeSelectorOpIn, "amd64"))
 }
 
 // podFor is a small pod that only the pool can run: its nodepool label, its OS,
 // tolerating its taints.
 func podFor(ex *example, np *v1.NodePool) *corev1.Pod {
+	name := strings.TrimSuffix(ex.file, ".yaml") + "-" + np.Name
+	opts := []testobj.PodOption{testobj.Labels("example", name), testobj.NodeSelector(v1.NodePoolLabelKey, np.Name)}
 	class := np.Spec.Template.Spec.NodeClassRef.Name
-	selector := map[string]string{v1.NodePoolLabelKey: np.Name}
 	for _, nc := range ex.classes {
 		if nc.Name == class && strings.HasPrefix(nc.AMIFamily(), "Windows") {
-			selector[corev1.LabelOSStable] = "windows"
+			opts = append(opts, testobj.NodeSelector(corev1.LabelOSStable, "windows"))
 		}
 	}
-	var tolerations []corev1.Toleration
 	for _, taint := range np.Spec.Template.Spec.Taints {
-		tolerations = append(tolerations, corev1.Toleration{Key: taint.Key, Operator: corev1.TolerationOpEqual, Value: taint.Value, Effect: taint.Effect})
+		opts = append(opts, testobj.Toleration(taint.Key, taint.Value, taint.Effect))
 	}
-	name := strings.TrimSuffix(ex.file, ".yaml") + "-" + np.Name
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"example": name}},
-		Spec: corev1.PodSpec{
-			NodeSelector: selector, Tolerations: tolerations,
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}}},
-		},
-	}
+	return testobj.Pod(name, "100m", "128Mi", opts...)
 }
 
 // removeAll deletes the objects (pods first, then pools, then classes) and waits

@@ -19,9 +19,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,6 +30,7 @@ import (
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 )
 
 func TestScale(t *testing.T) {
@@ -66,12 +65,9 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: v1alpha1.Group, Kind: "SimNodeClass", Name: "default"}
 	// A NodePool of the usual shape: current general-purpose, compute and memory types.
-	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: "karpenter.k8s.aws/instance-category", Operator: v1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
-		{Key: "karpenter.k8s.aws/instance-generation", Operator: v1.NodeSelectorOpGt, Values: []string{"5"}}}
+	np := testobj.NodePool("default", testobj.Requirement("karpenter.k8s.aws/instance-category", v1.NodeSelectorOpIn, "c", "m", "r"),
+		testobj.Requirement("karpenter.k8s.aws/instance-generation", v1.NodeSelectorOpGt, "5"))
 	// Real clusters run DaemonSets on every node (kube-proxy, a log agent).
 	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, np}
 	for _, ds := range testenv.SystemDaemonSets() {
@@ -108,7 +104,7 @@ func TestScale(t *testing.T) {
 	// 1,000 pods of mixed sizes at once.
 	sizes := []struct{ cpu, mem string }{{"100m", "128Mi"}, {"250m", "512Mi"}, {"500m", "1Gi"}, {"1", "2Gi"}, {"1500m", "3Gi"}}
 	for i, s := range sizes {
-		if err := kube.Create(ctx, deployment(fmt.Sprintf("mix-%d", i), 200, s.cpu, s.mem)); err != nil {
+		if err := kube.Create(ctx, testobj.Deployment(fmt.Sprintf("mix-%d", i), 200, s.cpu, s.mem)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,17 +146,12 @@ func TestScale(t *testing.T) {
 
 	// Grow to 5,000 pods on about 500 nodes, the shape the target names: 4,000 pods of
 	// 600m on 8-vCPU types (13 to a node) beside the first 180 or so.
-	np2 := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "small"}}
-	np2.Spec.Weight = ptr(int32(10))
-	np2.Spec.Template.Labels = map[string]string{"pool": "small"}
-	np2.Spec.Template.Spec.NodeClassRef = np.Spec.Template.Spec.NodeClassRef
-	np2.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: "karpenter.k8s.aws/instance-cpu", Operator: v1.NodeSelectorOpIn, Values: []string{"8"}}}
+	np2 := testobj.NodePool("small", testobj.Weight(10), testobj.TemplateLabels("pool", "small"),
+		testobj.Requirement("karpenter.k8s.aws/instance-cpu", v1.NodeSelectorOpIn, "8"))
 	if err := kube.Create(ctx, np2); err != nil {
 		t.Fatal(err)
 	}
-	big := deployment("big", 4000, "600m", "1Gi")
-	big.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "small"}
+	big := testobj.Deployment("big", 4000, "600m", "1Gi", testobj.Template(testobj.NodeSelector("pool", "small")))
 	if err := kube.Create(ctx, big); err != nil {
 		t.Fatal(err)
 	}
@@ -186,17 +177,6 @@ func TestScale(t *testing.T) {
 	timeline(t, ctx, kube, allRunning)
 	logCPU(t, cpuGrown, cpuSeconds(pids))
 	logRequests(t, metricsGrown, read())
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func deployment(name string, replicas int32, cpu, mem string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: appsv1.DeploymentSpec{
-		Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "app", Image: "pause", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}}}}}
 }
 
 var lastReport time.Time

@@ -10,13 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -25,6 +23,7 @@ import (
 	"github.com/nodetailor/tailor/internal/kubescheme"
 	"github.com/nodetailor/tailor/internal/localcluster"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 	disrupt "github.com/nodetailor/tailor/pkg/disruption"
@@ -78,7 +77,7 @@ func manager(t *testing.T) (client.Client, client.Reader) {
 }
 
 var (
-	simClass     = &v1.NodeClassReference{Group: "tailor.sh", Kind: "SimNodeClass", Name: "default"}
+	simClass     = testobj.SimClass("default")
 	foreignClass = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 )
 
@@ -88,29 +87,24 @@ func node(t *testing.T, kube client.Client, name, pool string, ref *v1.NodeClass
 	t.Helper()
 	ctx := t.Context()
 	id := "fake:///" + name
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: pool,
-		v1.LabelHostname: name, v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand}},
-		Spec: corev1.NodeSpec{ProviderID: id, Taints: taints}}
+	n := testobj.Node(name, "4", "8Gi", testobj.ProviderID(id), testobj.NodeTaints(taints...), testobj.NodeReady(corev1.ConditionTrue, time.Now()),
+		testobj.NodeLabels(v1.NodePoolLabelKey, pool, v1.CapacityTypeLabelKey, v1.CapacityTypeOnDemand))
+	status := n.Status
 	if err := kube.Create(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	room := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	n.Status = corev1.NodeStatus{Allocatable: room, Capacity: room, Conditions: []corev1.NodeCondition{
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+	n.Status = status
 	if err := kube.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: pool}},
-		Spec: v1.NodeClaimSpec{NodeClassRef: ref, Requirements: []v1.NodeSelectorRequirementWithMinValues{
-			{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}}}
+	nc := testobj.NodeClaim(name, testobj.ClaimLabels(v1.NodePoolLabelKey, pool), testobj.ClaimNodeClassRef(ref),
+		testobj.ClaimRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand),
+		testobj.ClaimNode(id, name), testobj.Initialized(time.Now().Add(-time.Hour)))
+	claimStatus := nc.Status
 	if err := kube.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	nc.Status.ProviderID, nc.Status.NodeName = id, name
-	for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
-		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c,
-			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))})
-	}
+	nc.Status = claimStatus
 	if err := kube.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +129,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestForeignClaimsAreLeftAlone(t *testing.T) {
 	kube, reader := manager(t)
 	ctx := t.Context()
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "mixed"}}
-	pool.Spec.Template.Spec.NodeClassRef = simClass
-	pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
-	pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	pool := testobj.NodePool("mixed", testobj.ConsolidationPolicy(v1.ConsolidationPolicyWhenEmptyOrUnderutilized),
+		testobj.ConsolidateAfter("0s"), testobj.Budgets("100%"))
 	if err := kube.Create(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -200,12 +191,9 @@ func TestForeignClaimsAreLeftAlone(t *testing.T) {
 func TestClaimConditions(t *testing.T) {
 	kube, reader := manager(t)
 	ctx := t.Context()
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "conds",
-		Annotations: map[string]string{v1.NodePoolHashAnnotationKey: "h1", v1.NodePoolHashVersionAnnotationKey: "v1"}}}
-	pool.Spec.Template.Spec.NodeClassRef = simClass
-	pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
-	pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} // decide, but disrupt nothing yet
+	pool := testobj.NodePool("conds", testobj.PoolAnnotations(v1.NodePoolHashAnnotationKey, "h1", v1.NodePoolHashVersionAnnotationKey, "v1"),
+		testobj.ConsolidationPolicy(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), testobj.ConsolidateAfter("0s"),
+		testobj.Budgets("0")) // decide, but disrupt nothing yet
 	if err := kube.Create(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -304,11 +292,8 @@ func TestClaimConditions(t *testing.T) {
 func TestCommandsInFlightAtOnce(t *testing.T) {
 	kube, reader := manager(t)
 	ctx := t.Context()
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "parallel"}}
-	pool.Spec.Template.Spec.NodeClassRef = simClass
-	pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
-	pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}}
+	pool := testobj.NodePool("parallel", testobj.ConsolidationPolicy(v1.ConsolidationPolicyWhenEmptyOrUnderutilized),
+		testobj.ConsolidateAfter("0s"), testobj.Budgets("2"))
 	if err := kube.Create(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -377,11 +362,8 @@ func TestCommandsInFlightAtOnce(t *testing.T) {
 func TestStaticDriftWaitsForTheRefill(t *testing.T) {
 	kube, reader := manager(t)
 	ctx := t.Context()
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "fixed",
-		Annotations: map[string]string{v1.NodePoolHashAnnotationKey: "h1", v1.NodePoolHashVersionAnnotationKey: "v1"}}}
-	pool.Spec.Replicas = ptr.To(int64(1))
-	pool.Spec.Template.Spec.NodeClassRef = simClass
-	pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	pool := testobj.NodePool("fixed", testobj.PoolAnnotations(v1.NodePoolHashAnnotationKey, "h1", v1.NodePoolHashVersionAnnotationKey, "v1"),
+		testobj.Replicas(1), testobj.Budgets("100%"))
 	if err := kube.Create(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -390,8 +372,7 @@ func TestStaticDriftWaitsForTheRefill(t *testing.T) {
 	if err := kube.Patch(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "fixed-old"}}, client.RawPatch(types.MergePatchType, stale)); err != nil {
 		t.Fatal(err)
 	}
-	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fixed-web", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: "fixed-old", Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}}}
+	web := testobj.Pod("fixed-web", "", "", testobj.NodeName("fixed-old"))
 	if err := kube.Create(ctx, web); err != nil {
 		t.Fatal(err)
 	}

@@ -5,18 +5,16 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/catalog"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // A claim carries the termination finalizer from its creation.
 func TestNodeClaimHasTheFinalizer(t *testing.T) {
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	nc := New(pool, &scheduling.NewNode{NodePool: "default"})
+	nc := New(testobj.NodePool("default"), &scheduling.NewNode{NodePool: "default"})
 	if len(nc.Finalizers) != 1 || nc.Finalizers[0] != v1.TerminationFinalizer {
 		t.Errorf("finalizers %v, want [%s]", nc.Finalizers, v1.TerminationFinalizer)
 	}
@@ -25,13 +23,11 @@ func TestNodeClaimHasTheFinalizer(t *testing.T) {
 // A template claim is the pool's template, pinned to the pool, owned by it and
 // carrying its hash; a template the scheduler cannot read is an error naming it.
 func TestFromTemplate(t *testing.T) {
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "static", UID: "u1",
-		Annotations: map[string]string{v1.NodePoolHashAnnotationKey: "123", "other": "x"}}}
-	pool.Spec.Template.Labels = map[string]string{"tier": "static"}
+	pool := testobj.NodePool("static", testobj.PoolAnnotations(v1.NodePoolHashAnnotationKey, "123", "other", "x"),
+		testobj.TemplateLabels("tier", "static"), testobj.TemplateTaint("dedicated", "", corev1.TaintEffectNoSchedule),
+		testobj.Requirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeOnDemand))
+	pool.UID = "u1"
 	pool.Spec.Template.Annotations = map[string]string{"note": "kept"}
-	pool.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}
-	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
 	nc, err := FromTemplate(pool)
 	if err != nil {
 		t.Fatal(err)
@@ -66,13 +62,9 @@ func TestNodeClaimRequirementsLeaveOutWhatTheOptionsImply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: "karpenter.k8s.aws/instance-category", Operator: v1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
-		{Key: "karpenter.k8s.aws/instance-generation", Operator: v1.NodeSelectorOpGt, Values: []string{"5"}}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "p"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("4Gi")}}}}}}
+	pool := testobj.NodePool("default", testobj.Requirement("karpenter.k8s.aws/instance-category", v1.NodeSelectorOpIn, "c", "m", "r"),
+		testobj.Requirement("karpenter.k8s.aws/instance-generation", v1.NodeSelectorOpGt, "5"))
+	pod := testobj.Pod("p", "3", "4Gi", testobj.Namespace("d"))
 	plan, err := scheduling.Solve(&scheduling.Input{Pods: []*corev1.Pod{pod},
 		NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: types}}}, scheduling.Options{})
 	if err != nil || len(plan.NewNodes) != 1 {
@@ -123,12 +115,8 @@ func TestNodeClaimMinValuesRelaxed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge", "m5.24xlarge"}, MinValues: ptr(3)}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "p"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("20"), corev1.ResourceMemory: resource.MustParse("4Gi")}}}}}}
+	pool := testobj.NodePool("default", testobj.MinValues(v1.LabelInstanceType, 3, "m5.large", "m5.xlarge", "m5.24xlarge"))
+	pod := testobj.Pod("p", "20", "4Gi", testobj.Namespace("d"))
 	in := &scheduling.Input{Pods: []*corev1.Pod{pod}, NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: types}}}
 	if plan, err := scheduling.Solve(in, scheduling.Options{}); err != nil || len(plan.Unschedulable) != 1 {
 		t.Fatalf("strict plan: %v, want the pod unschedulable (only m5.24xlarge holds 20 cpu)", err)

@@ -9,13 +9,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/disruption"
 	"github.com/nodetailor/tailor/pkg/metrics"
@@ -36,27 +36,28 @@ func node(t *testing.T, name, pool, kind string, ready corev1.ConditionStatus, s
 	t.Helper()
 	ctx := t.Context()
 	id := "fake:///" + name
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: pool}},
-		Spec: corev1.NodeSpec{ProviderID: id}}
+	n := testobj.Node(name, "", "", testobj.ProviderID(id), testobj.NodeLabels(v1.NodePoolLabelKey, pool), testobj.NodeReady(ready, since))
+	status := n.Status
 	if err := kube.Create(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "Test",
-		LastHeartbeatTime: metav1.NewTime(since), LastTransitionTime: metav1.NewTime(since)}}
+	n.Status = status
 	if err := kube.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{hold},
-		Labels: map[string]string{v1.NodePoolLabelKey: pool, v1.CapacityTypeLabelKey: v1.CapacityTypeSpot}},
-		Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "tailor.sh", Kind: kind, Name: "default"},
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot}}}}}
+	ref := testobj.SimClass("default")
 	if kind != "SimNodeClass" {
-		nc.Spec.NodeClassRef.Group = "karpenter.k8s.aws"
+		ref = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: kind, Name: "default"}
 	}
+	nc := testobj.NodeClaim(name, testobj.ClaimNodeClassRef(ref),
+		testobj.ClaimLabels(v1.NodePoolLabelKey, pool, v1.CapacityTypeLabelKey, v1.CapacityTypeSpot),
+		testobj.ClaimRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeSpot), testobj.ClaimNode(id, name))
+	nc.Finalizers = []string{hold}
+	claimStatus := nc.Status
 	if err := kube.Create(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	nc.Status.ProviderID, nc.Status.NodeName = id, name
+	nc.Status = claimStatus
 	if err := kube.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}

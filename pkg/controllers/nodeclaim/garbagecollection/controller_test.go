@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -18,6 +17,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
@@ -40,15 +40,15 @@ func isolate(t *testing.T) {
 }
 
 var (
-	simClass = &v1.NodeClassReference{Group: "tailor.sh", Kind: "SimNodeClass", Name: "default"}
+	simClass = testobj.SimClass("default")
 	ec2Class = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 )
 
 // newClaim builds a claim of the NodeClass ref; names are prefixed by the test's, as
 // the tests share one API server.
 func newClaim(t *testing.T, name string, ref *v1.NodeClassReference) *v1.NodeClaim {
-	return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(t.Name()) + "-" + name}, Spec: v1.NodeClaimSpec{NodeClassRef: ref,
-		Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelInstanceType, Operator: v1.NodeSelectorOpIn, Values: []string{"fake-it-0"}}}}}
+	return testobj.NodeClaim(strings.ToLower(t.Name())+"-"+name, testobj.ClaimNodeClassRef(ref),
+		testobj.ClaimRequirement(v1.LabelInstanceType, v1.NodeSelectorOpIn, "fake-it-0"))
 }
 
 // launchedClaim creates the claim, launches its instance and records it, launched at
@@ -65,7 +65,7 @@ func launchedClaim(t *testing.T, cloud *fake.CloudProvider, clk *clocktesting.Fa
 		t.Fatal(err)
 	}
 	nc.Status.ProviderID = inst.Status.ProviderID
-	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.NewTime(clk.Now())})
+	testobj.ClaimCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, clk.Now())(nc)
 	if err := kube.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func launchedClaim(t *testing.T, cloud *fake.CloudProvider, clk *clocktesting.Fa
 // node creates the Node of a claim, Ready or not.
 func node(t *testing.T, nc *v1.NodeClaim, ready corev1.ConditionStatus) *corev1.Node {
 	t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}, Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID}}
+	n := testobj.Node(nc.Name, "", "", testobj.ProviderID(nc.Status.ProviderID))
 	if err := kube.Create(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func node(t *testing.T, nc *v1.NodeClaim, ready corev1.ConditionStatus) *corev1.
 
 func setReady(t *testing.T, n *corev1.Node, ready corev1.ConditionStatus) {
 	t.Helper()
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "Test", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	testobj.NodeReady(ready, time.Now())(n)
 	if err := kube.Status().Update(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}

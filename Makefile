@@ -81,9 +81,10 @@ fidelity:
 	cd hack/fidelity && go vet ./... && go test $(GO_TEST_FLAGS) ./...
 
 ## image-test: the image builder (hack/image) builds an image from freshly
-## cross-compiled binaries and reads it back
+## cross-compiled binaries and reads it back, and tailor built as the image target
+## builds it (with these LDFLAGS) is static and reports its stamped version
 image-test:
-	cd hack/image && go vet ./... && go test $(GO_TEST_FLAGS) ./...
+	cd hack/image && go vet ./... && TAILOR_IMAGE_LDFLAGS='$(LDFLAGS)' go test $(GO_TEST_FLAGS) ./...
 
 ## chart-test: the Helm charts rendered, linted and applied to a real API server,
 ## where the controller provisions with the chart's ServiceAccount (hack/chart)

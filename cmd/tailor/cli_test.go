@@ -88,6 +88,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"simulate", "-f", "x.yaml", "--consolidate", "--fail-on-unschedulable"}, "give one"},
 		{[]string{"controller", "-kubeconfig", "k"}, "long flags take two dashes: --kubeconfig"},
 		{[]string{"controller", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{[]string{"completion", "tcsh"}, `tailor completion: unknown shell "tcsh": want bash, fish, powershell or zsh`},
+		{[]string{"completion", "bash", "extra"}, `unknown command "extra" for "tailor completion bash"`},
+		{[]string{"convert", "-f", "x.yaml", "--output", "xml"}, `invalid argument "xml" for "-o, --output" flag: want yaml or json`},
+		// -o was convert's output file; now it is the format, as in simulate.
+		{[]string{"convert", "-f", "x.yaml", "-o", "v1.yaml"}, "write to a file with --output-file v1.yaml"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, stdout, stderr := runIn(t, "", tc.args...)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -183,11 +184,11 @@ spec:
 	}
 }
 
-// -o writes the manifests to a file; the warnings still go to stderr.
+// --output-file writes the manifests to a file; the warnings still go to stderr.
 func TestConvertOutputFile(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "v1.yaml")
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"convert", "-f", filepath.Join(convertDir, "seed-001-provisioners.yaml"), "-o", out}, &stdout, &stderr); code != 0 {
+	if code := run([]string{"convert", "-f", filepath.Join(convertDir, "seed-001-provisioners.yaml"), "--output-file", out}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d; stderr %q", code, stderr.String())
 	}
 	data, err := os.ReadFile(out)
@@ -210,5 +211,67 @@ func TestConvertOutputFile(t *testing.T) {
 	err = kube.Create(t.Context(), u, client.DryRunAll, client.FieldValidation(metav1.FieldValidationStrict))
 	if want := "must specify exactly one of ['role', 'instanceProfile']"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("creating the EC2NodeClass without a role: %v, want an error saying %q", err, want)
+	}
+}
+
+// -o json writes the same objects as the YAML, in the same order, as one v1 List;
+// with --output-file it goes to the file.
+func TestConvertJSON(t *testing.T) {
+	in := filepath.Join(convertDir, "seed-001-provisioners.yaml")
+	var yamlOut, stderr bytes.Buffer
+	if code := run([]string{"convert", "-f", in, "--role", "r"}, &yamlOut, &stderr); code != 0 {
+		t.Fatalf("exit code %d; stderr %q", code, stderr.String())
+	}
+	var want []map[string]any
+	for _, doc := range splitDocuments(t, yamlOut.Bytes()) {
+		var obj map[string]any
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, obj)
+	}
+	file := filepath.Join(t.TempDir(), "v1.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		read func(stdout []byte) []byte
+	}{
+		{"stdout", []string{"-o", "json"}, func(stdout []byte) []byte { return stdout }},
+		{"file", []string{"--output=json", "--output-file", file}, func(stdout []byte) []byte {
+			if len(stdout) > 0 {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(append([]string{"convert", "-f", in, "--role", "r"}, tc.args...), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit code %d; stderr %q", code, stderr.String())
+			}
+			var list struct {
+				APIVersion string           `json:"apiVersion"`
+				Kind       string           `json:"kind"`
+				Items      []map[string]any `json:"items"`
+			}
+			data := tc.read(stdout.Bytes())
+			// encoding/json, as sigs.k8s.io/yaml reads numbers: float64.
+			if err := json.Unmarshal(data, &list); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, data)
+			}
+			if list.APIVersion != "v1" || list.Kind != "List" {
+				t.Errorf("apiVersion %q, kind %q; want a v1 List", list.APIVersion, list.Kind)
+			}
+			if diff := cmp.Diff(want, list.Items); diff != "" {
+				t.Errorf("items (-yaml +json):\n%s", diff)
+			}
+			if !strings.Contains(stderr.String(), "httpPutResponseHopLimit") {
+				t.Errorf("stderr %q: the warnings are missing", stderr.String())
+			}
+		})
 	}
 }

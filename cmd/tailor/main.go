@@ -116,7 +116,32 @@ Exit codes: 0 success, 1 the command failed, 2 a usage error,
 		newSimulateCommand(s, func(o *simulateOptions) error { return runSimulateCommand(o, s) }),
 		newVersionCommand(s),
 	)
+	strictCompletion(root, s)
 	return root
+}
+
+// strictCompletion makes cobra's completion command refuse a shell it has no script
+// for (cobra prints its help and exits 0), and alone behave as `tailor sandbox`
+// does: both are usage errors.
+func strictCompletion(root *cobra.Command, s streams) {
+	root.InitDefaultCompletionCmd()
+	comp, _, err := root.Find([]string{"completion"})
+	if err != nil || comp == root {
+		return
+	}
+	var shells []string
+	for _, c := range comp.Commands() {
+		if c.Name() != "help" {
+			shells = append(shells, c.Name())
+		}
+	}
+	comp.Args = func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown shell %q: want %s", args[0], orList(shells))
+		}
+		return nil
+	}
+	comp.RunE = needsSubcommand(s)
 }
 
 // needsSubcommand is the RunE of a command that only groups others: alone, it prints

@@ -18,6 +18,7 @@ func TestRun(t *testing.T) {
 		{args: []string{"frobnicate"}, code: 2, err: `unknown command "frobnicate" for "tailor"`},
 		{args: []string{"sandbox"}, code: 2, err: "Usage:\n  tailor sandbox"},
 		{args: []string{"sandbox", "frobnicate"}, code: 2, err: `unknown command "frobnicate" for "tailor sandbox"`},
+		{args: []string{"completion"}, code: 2, err: "Usage:\n  tailor completion"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

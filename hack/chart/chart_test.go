@@ -32,6 +32,7 @@ const customValues = `
 cloudProvider: sim
 replicas: 3
 logLevel: debug
+imagePullPolicy: Always
 additionalLabels: {team: platform}
 additionalAnnotations: {owner: platform@example.com}
 serviceAccount:
@@ -44,10 +45,13 @@ settings:
   interruptionQueue: prod-eu-interruptions
   batchIdleDuration: 2s
   batchMaxDuration: 20s
+  preferencePolicy: Ignore
+  minValuesPolicy: BestEffort
   kubeClientQPS: 50
   featureGates:
     spotToSpotConsolidation: true
     nodeRepair: true
+    capacityBuffer: false
 controller:
   image:
     repository: registry.example.com/tailor
@@ -107,8 +111,8 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("serviceAccountName %q, priorityClassName %q", pod.ServiceAccountName, pod.PriorityClassName)
 	}
 	c := pod.Containers[0]
-	if c.Image != "ghcr.io/nodetailor/tailor:0.1.0" {
-		t.Errorf("image %q", c.Image)
+	if c.Image != "ghcr.io/nodetailor/tailor:0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image %q, pull policy %q", c.Image, c.ImagePullPolicy)
 	}
 	// Non-root, no privilege, nothing writable but /tmp.
 	psc, sc := pod.SecurityContext, c.SecurityContext
@@ -139,7 +143,9 @@ func TestDefaults(t *testing.T) {
 		"BATCH_IDLE_DURATION":        "1s",
 		"BATCH_MAX_DURATION":         "10s",
 		"VM_MEMORY_OVERHEAD_PERCENT": "0.075",
-		"FEATURE_GATES":              "NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
+		"PREFERENCE_POLICY":          "Respect",
+		"MIN_VALUES_POLICY":          "Strict",
+		"FEATURE_GATES":              "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=false,StaticCapacity=false",
 	} {
 		if env[name] != want {
 			t.Errorf("env %s=%q, want %q", name, env[name], want)
@@ -249,8 +255,9 @@ func TestCustomValues(t *testing.T) {
 		!cmp.Equal(pod.NodeSelector, map[string]string{"node-role": "system", corev1.LabelOSStable: "linux"}) || len(pod.Tolerations) != 1 || pod.Tolerations[0].Key != "dedicated" {
 		t.Errorf("deployment %+v", dep.Spec)
 	}
-	if c.Image != "registry.example.com/tailor@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" {
-		t.Errorf("image %q", c.Image)
+	if c.Image != "registry.example.com/tailor@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" ||
+		c.ImagePullPolicy != corev1.PullAlways {
+		t.Errorf("image %q, pull policy %q", c.Image, c.ImagePullPolicy)
 	}
 	if c.Resources.Requests.Cpu().String() != "1" || c.Resources.Limits.Memory().String() != "2Gi" {
 		t.Errorf("resources %v", c.Resources)
@@ -267,8 +274,10 @@ func TestCustomValues(t *testing.T) {
 		"BATCH_IDLE_DURATION": "2s",
 		"BATCH_MAX_DURATION":  "20s",
 		"KUBE_CLIENT_QPS":     "50",
+		"PREFERENCE_POLICY":   "Ignore",
+		"MIN_VALUES_POLICY":   "BestEffort",
 		"AWS_REGION":          "eu-west-1",
-		"FEATURE_GATES":       "NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+		"FEATURE_GATES":       "CapacityBuffer=false,NodeOverlay=false,NodeRepair=true,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
 	} {
 		if env[name] != want {
 			t.Errorf("env %s=%q, want %q", name, env[name], want)
@@ -298,10 +307,162 @@ func TestCustomValues(t *testing.T) {
 	}
 }
 
+// karpenterValues are a Karpenter v1 chart's values, every key one Tailor's chart has
+// under the same name (with Karpenter's defaults, or what installs commonly set):
+// they validate against the chart's schema and take effect.
+const karpenterValues = `
+nameOverride: ""
+fullnameOverride: ""
+additionalLabels: {}
+additionalAnnotations: {}
+imagePullPolicy: IfNotPresent
+imagePullSecrets: []
+serviceAccount:
+  create: true
+  name: ""
+  annotations:
+    eks.amazonaws.com/role-arn: arn:aws:iam::111122223333:role/KarpenterController
+serviceMonitor:
+  enabled: false
+  additionalLabels: {}
+  endpointConfig: {}
+service:
+  annotations: {}
+replicas: 2
+revisionHistoryLimit: 10
+strategy:
+  rollingUpdate:
+    maxUnavailable: 1
+podLabels: {}
+podAnnotations: {}
+podDisruptionBudget:
+  name: karpenter
+  maxUnavailable: 1
+podSecurityContext:
+  fsGroup: 65532
+  seccompProfile:
+    type: RuntimeDefault
+priorityClassName: system-cluster-critical
+terminationGracePeriodSeconds:
+dnsPolicy: ClusterFirst
+nodeSelector:
+  kubernetes.io/os: linux
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+        - matchExpressions:
+            - key: karpenter.sh/nodepool
+              operator: DoesNotExist
+  podAntiAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: kubernetes.io/hostname
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: DoNotSchedule
+tolerations:
+  - key: CriticalAddonsOnly
+    operator: Exists
+extraVolumes: []
+controller:
+  image:
+    repository: registry.example.com/tailor
+    tag: v0.1.0
+    digest: ""
+  env:
+    - name: AWS_REGION
+      value: eu-west-1
+  envFrom: []
+  resources:
+    requests: {cpu: "1", memory: 1Gi}
+    limits: {cpu: "1", memory: 1Gi}
+  extraVolumeMounts: []
+  metrics:
+    port: 8080
+  healthProbe:
+    port: 8081
+logLevel: info
+settings:
+  batchMaxDuration: 10s
+  batchIdleDuration: 1s
+  preferencePolicy: Respect
+  minValuesPolicy: BestEffort
+  clusterCABundle: ""
+  clusterName: prod-eu
+  clusterEndpoint: ""
+  vmMemoryOverheadPercent: 0.075
+  interruptionQueue: prod-eu
+  featureGates:
+    nodeRepair: false
+    nodeOverlay: false
+    reservedCapacity: true
+    spotToSpotConsolidation: true
+    staticCapacity: false
+    capacityBuffer: false
+`
+
+func TestKarpenterValues(t *testing.T) {
+	values, err := Values(karpenterValues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := Render(tailorChart, "karpenter", "kube-system", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := only[*appsv1.Deployment](t, rel)
+	c := dep.Spec.Template.Spec.Containers[0]
+	env := envOf(c)
+	for name, want := range map[string]string{
+		"CLUSTER_NAME":       "prod-eu",
+		"INTERRUPTION_QUEUE": "prod-eu",
+		"PREFERENCE_POLICY":  "Respect",
+		"MIN_VALUES_POLICY":  "BestEffort",
+		"AWS_REGION":         "eu-west-1",
+		"FEATURE_GATES":      "CapacityBuffer=false,NodeOverlay=false,NodeRepair=false,ReservedCapacity=true,SpotToSpotConsolidation=true,StaticCapacity=false",
+	} {
+		if env[name] != want {
+			t.Errorf("env %s=%q, want %q", name, env[name], want)
+		}
+	}
+	if c.Image != "registry.example.com/tailor:v0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image %q, pull policy %q", c.Image, c.ImagePullPolicy)
+	}
+	if pdb := only[*policyv1.PodDisruptionBudget](t, rel); pdb.Name != "karpenter" {
+		t.Errorf("PDB named %s", pdb.Name)
+	}
+	// Karpenter's empty terminationGracePeriodSeconds leaves the field to Kubernetes.
+	if g := dep.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+		t.Errorf("terminationGracePeriodSeconds %d, want it unset", *g)
+	}
+	if tsc := dep.Spec.Template.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].WhenUnsatisfiable != corev1.DoNotSchedule {
+		t.Errorf("topology spread %+v", tsc)
+	}
+}
+
 func TestRefusedValues(t *testing.T) {
 	for doc, want := range map[string]string{
 		"cloudProvider: gcp":              `cloudProvider "gcp": want aws or sim`,
 		"serviceAccount: {create: false}": "serviceAccount.name must name an existing ServiceAccount",
+		// Karpenter's values for what Tailor does not have are refused by the
+		// values schema, named, rather than dropped.
+		"settings: {isolatedVPC: true}":                 "at '/settings': additional properties 'isolatedVPC' not allowed",
+		`settings: {reservedENIs: "1"}`:                 "at '/settings': additional properties 'reservedENIs' not allowed",
+		"settings: {eksControlPlane: true}":             "additional properties 'eksControlPlane' not allowed",
+		"settings: {featureGates: {drift: true}}":       "at '/settings/featureGates': additional properties 'drift' not allowed",
+		"settings: {featureGates: {nodeOverlay: true}}": "at '/settings/featureGates/nodeOverlay': value must be false",
+		"settings: {preferencePolicy: respect}":         "at '/settings/preferencePolicy': value must be one of '', 'Respect', 'Ignore'",
+		"settings: {minValuesPolicy: Relaxed}":          "at '/settings/minValuesPolicy'",
+		"settings: {batchIdleDuration: 1 second}":       "at '/settings/batchIdleDuration'",
+		"hostNetwork: true":                             "at '': additional properties 'hostNetwork' not allowed",
+		"webhook: {enabled: true}":                      "additional properties 'webhook' not allowed",
+		"additionalClusterRoleRules: []":                "additional properties 'additionalClusterRoleRules' not allowed",
+		"controller: {sidecarContainer: []}":            "at '/controller': additional properties 'sidecarContainer' not allowed",
+		"controller: {image: {tag: 1.0}}":               "at '/controller/image/tag': got number, want string",
+		"serviceMonitor: {metricRelabelings: []}":       "at '/serviceMonitor': additional properties 'metricRelabelings' not allowed",
+		"logLevel: warn":                                "at '/logLevel'",
+		`replicas: "2"`:                                 "at '/replicas': got string, want integer",
 	} {
 		values, err := Values(doc)
 		if err != nil {

@@ -10,6 +10,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -142,6 +143,11 @@ func Build(o Options) (v1.ImageIndex, error) {
 		if err != nil {
 			return nil, fmt.Errorf("platform %s: reading its binary: %w", p, err)
 		}
+		if osName == "linux" {
+			if err := CheckStatic(bin, arch); err != nil {
+				return nil, fmt.Errorf("platform %s: %s: %w", p, binPath, err)
+			}
+		}
 		img, err := platformImage(bin, certs, created, osName, arch, labels)
 		if err != nil {
 			return nil, fmt.Errorf("platform %s: %w", p, err)
@@ -153,6 +159,37 @@ func Build(o Options) (v1.ImageIndex, error) {
 	}
 	idx = mutate.AppendManifests(idx, adds...)
 	return mutate.Annotations(idx, labels).(v1.ImageIndex), nil
+}
+
+// machines are the ELF machine of each architecture the image is built for.
+var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// CheckStatic fails unless bin is a Linux binary for arch that runs in an image with
+// no dynamic loader and no libraries: an ELF for the architecture's machine with no
+// interpreter (PT_INTERP) and no shared library it needs (DT_NEEDED). A binary built
+// with cgo on is not, and would fail to start in the image with a bare "no such file".
+func CheckStatic(bin []byte, arch string) error {
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		return fmt.Errorf("not an ELF binary: %w", err)
+	}
+	defer f.Close()
+	if want, ok := machines[arch]; ok && f.Machine != want {
+		return fmt.Errorf("built for %s, not %s", f.Machine, arch)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return errors.New("dynamically linked: it names an interpreter (PT_INTERP); build it with CGO_ENABLED=0")
+		}
+	}
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		return fmt.Errorf("reading its dynamic section: %w", err)
+	}
+	if len(libs) > 0 {
+		return fmt.Errorf("dynamically linked: it needs %s (DT_NEEDED); build it with CGO_ENABLED=0", strings.Join(libs, ", "))
+	}
+	return nil
 }
 
 func platformImage(bin, certs []byte, created time.Time, osName, arch string, labels map[string]string) (v1.Image, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -18,20 +19,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// machines are the ELF machine each platform's binary must be built for.
-var machines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
-
 // crossCompile builds a small static Go program for each platform into dir, named
 // as `make image` names tailor's binaries.
 func crossCompile(t *testing.T, dir string, platforms []string) {
 	t.Helper()
-	src := t.TempDir()
-	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() { println(\"small\") }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module small\n\ngo 1.25\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	src := smallProgram(t, "func main() { println(\"small\") }\n")
 	for _, p := range platforms {
 		osName, arch, _ := strings.Cut(p, "/")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, "tailor-"+osName+"-"+arch), ".")
@@ -41,6 +33,20 @@ func crossCompile(t *testing.T, dir string, platforms []string) {
 			t.Fatalf("building for %s: %v\n%s", p, err, out)
 		}
 	}
+}
+
+// smallProgram writes a main package of one file, body after its package clause,
+// into a module of its own, and returns the module's directory.
+func smallProgram(t *testing.T, body string) string {
+	t.Helper()
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module small\n\ngo 1.25\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return src
 }
 
 func TestBuildAndReadBack(t *testing.T) {
@@ -279,7 +285,14 @@ func untar(t *testing.T, path, dir string) {
 
 func TestBuildRefuses(t *testing.T) {
 	bins := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bins, "tailor-linux-amd64"), []byte("x"), 0o755); err != nil {
+	crossCompile(t, bins, []string{"linux/amd64"})
+	// An arm64 binary where the amd64 one belongs, and a file that is no binary.
+	wrongArch, notELF := t.TempDir(), t.TempDir()
+	crossCompile(t, wrongArch, []string{"linux/arm64"})
+	if err := os.Rename(filepath.Join(wrongArch, "tailor-linux-arm64"), filepath.Join(wrongArch, "tailor-linux-amd64")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(notELF, "tailor-linux-amd64"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	certs := filepath.Join(bins, "ca.pem")
@@ -287,12 +300,17 @@ func TestBuildRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := Options{Binaries: bins, Platforms: []string{"linux/amd64"}, CACerts: certs, Created: "2026-01-02T03:04:05Z"}
+	if _, err := Build(base); err != nil {
+		t.Fatalf("the base options: %v", err)
+	}
 	for _, tc := range []struct {
 		name   string
 		mutate func(*Options)
 		want   string
 	}{
 		{"missing binary", func(o *Options) { o.Platforms = []string{"linux/amd64", "linux/arm64"} }, "platform linux/arm64: reading its binary"},
+		{"binary of another architecture", func(o *Options) { o.Binaries = wrongArch }, "platform linux/amd64: " + filepath.Join(wrongArch, "tailor-linux-amd64") + ": built for EM_AARCH64, not amd64"},
+		{"not a binary", func(o *Options) { o.Binaries = notELF }, "not an ELF binary"},
 		{"bad platform", func(o *Options) { o.Platforms = []string{"amd64"} }, `platform "amd64": want os/arch`},
 		{"repeated platform", func(o *Options) { o.Platforms = []string{"linux/amd64", "linux/amd64"} }, "given twice"},
 		{"bad time", func(o *Options) { o.Created = "yesterday" }, `created "yesterday"`},
@@ -305,5 +323,29 @@ func TestBuildRefuses(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A dynamically linked binary (cgo on) is refused: the image has no loader and no
+// libc for it.
+func TestBuildRefusesDynamic(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("builds a cgo binary for this machine, which must be Linux")
+	}
+	src := smallProgram(t, "// #include <stdlib.h>\nimport \"C\"\n\nfunc main() { C.free(nil) }\n")
+	bins := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(bins, "tailor-linux-"+runtime.GOARCH), ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("no cgo build here (a C compiler is needed): %v\n%s", err, out)
+	}
+	certs := filepath.Join(bins, "ca.pem")
+	if err := os.WriteFile(certs, []byte("pem"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Build(Options{Binaries: bins, Platforms: []string{"linux/" + runtime.GOARCH}, CACerts: certs, Created: "2026-01-02T03:04:05Z"})
+	if err == nil || !strings.Contains(err.Error(), "dynamically linked") || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("error %v, want one saying the binary is dynamically linked", err)
 	}
 }

@@ -1,6 +1,7 @@
 package charttest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -439,6 +440,85 @@ func TestKarpenterValues(t *testing.T) {
 	if tsc := dep.Spec.Template.Spec.TopologySpreadConstraints; len(tsc) != 1 || tsc[0].WhenUnsatisfiable != corev1.DoNotSchedule {
 		t.Errorf("topology spread %+v", tsc)
 	}
+
+	// Karpenter's keys for what Tailor does not have, at Karpenter's defaults (or
+	// another value that asks for nothing), are accepted and change nothing: the
+	// release is the one the chart's defaults make.
+	defaults, err := Render(tailorChart, "karpenter", "kube-system", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := manifests(t, defaults)
+	for _, doc := range []string{karpenterIgnoredValues, karpenterIgnoredAlternatives} {
+		values, err := Values(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := Render(tailorChart, "karpenter", "kube-system", values)
+		if err != nil {
+			t.Errorf("%s\nrefused: %v", doc, err)
+			continue
+		}
+		if diff := cmp.Diff(want, manifests(t, rel)); diff != "" {
+			t.Errorf("%s\nchanged the release (-defaults +with them):\n%s", doc, diff)
+		}
+	}
+}
+
+// karpenterIgnoredValues are the keys of Karpenter's chart (v1.0 to v1.14) for what
+// Tailor does not have, each at Karpenter's default. webhook.enabled was true in
+// Karpenter v1.0's chart (its conversion webhooks) and the key is gone since; false
+// is what Tailor accepts.
+const karpenterIgnoredValues = `
+hostNetwork: false
+schedulerName: default-scheduler
+dnsConfig: {}
+initContainers: {}
+additionalClusterRoleRules: []
+logOutputPaths:
+  - stdout
+logErrorOutputPaths:
+  - stderr
+webhook:
+  enabled: false
+  port: 8443
+  metrics:
+    port: 8001
+controller:
+  containerName: controller
+  sidecarContainer: []
+  sidecarVolumeMounts: []
+settings:
+  isolatedVPC: false
+  eksControlPlane: false
+  reservedENIs: "0"
+  ignoreDRARequests: true
+  disableClusterStateObservability: false
+  disableDryRun: false
+`
+
+// karpenterIgnoredAlternatives are the other values of those keys that ask for
+// nothing Tailor would do differently.
+const karpenterIgnoredAlternatives = `
+schedulerName: ""
+initContainers: []
+settings:
+  reservedENIs: 0
+  disableDryRun: true
+`
+
+// manifests are a release's objects as YAML, keyed by kind and name.
+func manifests(t *testing.T, rel *Release) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, obj := range rel.Objects {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprintf("%T %s", obj, obj.GetName())] = string(data)
+	}
+	return out
 }
 
 func TestRefusedValues(t *testing.T) {
@@ -447,22 +527,39 @@ func TestRefusedValues(t *testing.T) {
 		"serviceAccount: {create: false}": "serviceAccount.name must name an existing ServiceAccount",
 		// Karpenter's values for what Tailor does not have are refused by the
 		// values schema, named, rather than dropped.
-		"settings: {isolatedVPC: true}":                 "at '/settings': additional properties 'isolatedVPC' not allowed",
-		`settings: {reservedENIs: "1"}`:                 "at '/settings': additional properties 'reservedENIs' not allowed",
-		"settings: {eksControlPlane: true}":             "additional properties 'eksControlPlane' not allowed",
-		"settings: {featureGates: {drift: true}}":       "at '/settings/featureGates': additional properties 'drift' not allowed",
-		"settings: {featureGates: {nodeOverlay: true}}": "at '/settings/featureGates/nodeOverlay': value must be false",
-		"settings: {preferencePolicy: respect}":         "at '/settings/preferencePolicy': value must be one of '', 'Respect', 'Ignore'",
-		"settings: {minValuesPolicy: Relaxed}":          "at '/settings/minValuesPolicy'",
-		"settings: {batchIdleDuration: 1 second}":       "at '/settings/batchIdleDuration'",
-		"hostNetwork: true":                             "at '': additional properties 'hostNetwork' not allowed",
-		"webhook: {enabled: true}":                      "additional properties 'webhook' not allowed",
-		"additionalClusterRoleRules: []":                "additional properties 'additionalClusterRoleRules' not allowed",
-		"controller: {sidecarContainer: []}":            "at '/controller': additional properties 'sidecarContainer' not allowed",
-		"controller: {image: {tag: 1.0}}":               "at '/controller/image/tag': got number, want string",
-		"serviceMonitor: {metricRelabelings: []}":       "at '/serviceMonitor': additional properties 'metricRelabelings' not allowed",
-		"logLevel: warn":                                "at '/logLevel'",
-		`replicas: "2"`:                                 "at '/replicas': got string, want integer",
+		"settings: {featureGates: {drift: true}}":                     "at '/settings/featureGates': additional properties 'drift' not allowed",
+		"settings: {assumeRoleARN: arn:aws:iam::111122223333:role/x}": "at '/settings': additional properties 'assumeRoleARN' not allowed",
+		"logConfig: {enabled: true}":                                  "at '': additional properties 'logConfig' not allowed",
+		"settings: {featureGates: {nodeOverlay: true}}":               "at '/settings/featureGates/nodeOverlay': value must be false",
+		"settings: {preferencePolicy: respect}":                       "at '/settings/preferencePolicy': value must be one of '', 'Respect', 'Ignore'",
+		"settings: {minValuesPolicy: Relaxed}":                        "at '/settings/minValuesPolicy'",
+		"settings: {batchIdleDuration: 1 second}":                     "at '/settings/batchIdleDuration'",
+		// Karpenter's keys for what Tailor does not have are accepted only at the
+		// value that asks for nothing (TestKarpenterValues); any other is refused,
+		// named.
+		"hostNetwork: true": "at '/hostNetwork': value must be false",
+		"dnsConfig: {options: [{name: ndots, value: '1'}]}":                                   "at '/dnsConfig': maxProperties: got 1, want 0",
+		"schedulerName: my-scheduler":                                                         "at '/schedulerName': value must be one of '', 'default-scheduler'",
+		"initContainers: [{name: wait, image: busybox}]":                                      "at '/initContainers': maxItems: got 1, want 0",
+		"additionalClusterRoleRules: [{apiGroups: [''], resources: [secrets], verbs: [get]}]": "at '/additionalClusterRoleRules': maxItems: got 1, want 0",
+		"logOutputPaths: [stdout, /var/log/karpenter.log]":                                    "at '/logOutputPaths'",
+		"logErrorOutputPaths: [stdout]":                                                       "at '/logErrorOutputPaths'",
+		"webhook: {enabled: true}":                                                            "at '/webhook/enabled': value must be false",
+		"webhook: {port: 8443}":                                                               "at '/webhook': missing property 'enabled'",
+		"controller: {containerName: karpenter}":                                              "at '/controller/containerName': value must be 'controller'",
+		"controller: {sidecarContainer: [{name: proxy, image: envoy}]}":                       "at '/controller/sidecarContainer': maxItems: got 1, want 0",
+		"controller: {sidecarVolumeMounts: [{name: x, mountPath: /x}]}":                       "at '/controller/sidecarVolumeMounts': maxItems: got 1, want 0",
+		"settings: {isolatedVPC: true}":                                                       "at '/settings/isolatedVPC': value must be false",
+		"settings: {eksControlPlane: true}":                                                   "at '/settings/eksControlPlane': value must be false",
+		`settings: {reservedENIs: "1"}`:                                                       "at '/settings/reservedENIs'",
+		"settings: {reservedENIs: 2}":                                                         "at '/settings/reservedENIs'",
+		"settings: {ignoreDRARequests: false}":                                                "at '/settings/ignoreDRARequests': value must be true",
+		"settings: {disableClusterStateObservability: true}":                                  "at '/settings/disableClusterStateObservability': value must be false",
+		"settings: {disableDryRun: yes please}":                                               "at '/settings/disableDryRun': got string, want boolean",
+		"controller: {image: {tag: 1.0}}":                                                     "at '/controller/image/tag': got number, want string",
+		"serviceMonitor: {metricRelabelings: []}":                                             "at '/serviceMonitor': additional properties 'metricRelabelings' not allowed",
+		"logLevel: warn":                                                                      "at '/logLevel'",
+		`replicas: "2"`:                                                                       "at '/replicas': got string, want integer",
 	} {
 		values, err := Values(doc)
 		if err != nil {
@@ -596,4 +693,42 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// Karpenter's values set controller.securityContext.appArmorProfile to {}, which the
+// API server refuses (a profile needs a type): the chart leaves empty profiles out,
+// and keeps the rest of the security context.
+func TestEmptySecurityProfilesLeftOut(t *testing.T) {
+	values, err := Values(`
+podSecurityContext:
+  seccompProfile: {}
+controller:
+  securityContext:
+    appArmorProfile: {}
+    readOnlyRootFilesystem: true
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := Render(tailorChart, "tailor", "tailor-system", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := only[*appsv1.Deployment](t, rel).Spec.Template.Spec
+	sc := pod.Containers[0].SecurityContext
+	if sc == nil || sc.AppArmorProfile != nil || !deref(sc.ReadOnlyRootFilesystem) || !deref(sc.RunAsNonRoot) {
+		t.Errorf("container security context %+v, want no AppArmor profile and the rest kept", sc)
+	}
+	// Helm merges the empty map over the default profile, which stays.
+	if psc := pod.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v, want the default RuntimeDefault seccomp profile", psc)
+	}
+	// A profile with a type stays.
+	values["controller"].(map[string]any)["securityContext"].(map[string]any)["appArmorProfile"] = map[string]any{"type": "RuntimeDefault"}
+	if rel, err = Render(tailorChart, "tailor", "tailor-system", values); err != nil {
+		t.Fatal(err)
+	}
+	if sc := only[*appsv1.Deployment](t, rel).Spec.Template.Spec.Containers[0].SecurityContext; sc.AppArmorProfile == nil || sc.AppArmorProfile.Type != corev1.AppArmorProfileTypeRuntimeDefault {
+		t.Errorf("container security context %+v, want its RuntimeDefault AppArmor profile", sc)
+	}
 }

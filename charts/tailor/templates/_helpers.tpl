@@ -100,3 +100,15 @@ markers: `make generate`) of one kind, ClusterRole or Role: (list $ dir kind).
 {{- end }}
 {{- .Values.cloudProvider }}
 {{- end }}
+
+{{/*
+A security context without its empty profiles: Karpenter's values set
+appArmorProfile: {}, which the API server refuses ("type is required").
+*/}}
+{{- define "tailor.securityContext" -}}
+{{- $sc := deepCopy (. | default dict) -}}
+{{- range $k := list "appArmorProfile" "seccompProfile" -}}
+{{- if not (get $sc $k) -}}{{- $_ := unset $sc $k -}}{{- end -}}
+{{- end -}}
+{{- if $sc }}{{ toYaml $sc }}{{ end -}}
+{{- end }}

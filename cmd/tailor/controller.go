@@ -106,6 +106,9 @@ func addControllerFlags(fs *pflag.FlagSet, opts *operator.Options) {
 }
 
 func runController(opts operator.Options, stderr io.Writer) error {
+	// karpenter_build_info reports what `tailor version` prints.
+	b := Build()
+	operator.SetBuild(b.Version, b.Commit)
 	tuneGC(opts.MemoryLimit)
 	logger, err := operator.NewLogger(stderr, opts.LogLevel)
 	if err != nil {

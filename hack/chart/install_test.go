@@ -61,7 +61,8 @@ settings:
 // chart's ServiceAccount by a token the API server issued for it: a pod is
 // provisioned a node, and deleting that node's NodeClaim drains the pod away and
 // removes the node, with no request refused. Then it asks, as the ServiceAccount,
-// for what the chart must not grant.
+// for what the chart must not grant. TestInstallAWS (install_aws_test.go) runs the
+// aws provider's RBAC, and disruption, the same way.
 func TestInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
@@ -71,60 +72,9 @@ func TestInstall(t *testing.T) {
 	bin := make(chan buildResult, 1)
 	go func() { bin <- buildTailor(t.TempDir()) }()
 
-	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir(t), Scheduler: true, ControllerManager: true, Kwok: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Stop()
-	kube := newClient(t, cluster.Config)
-
-	// helm install tailor-crd, then helm install tailor.
-	crds, err := Render(crdChart, "tailor-crd", namespace, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, obj := range crds.Objects {
-		mustCreate(t, kube, obj)
-	}
-	waitEstablished(ctx, t, kube, crds.Objects)
-	mustCreate(t, kube, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
-	values, err := Values(e2eValues)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := Render(tailorChart, "tailor", namespace, values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep := only[*appsv1.Deployment](t, rel)
-	for _, obj := range rel.Objects {
-		if obj == client.Object(dep) {
-			// The API server validates the Deployment, but its pods (of an image
-			// this machine cannot pull) would only sit pending: the binary runs
-			// in their place below.
-			if err := kube.Create(ctx, dep.DeepCopy(), client.DryRunAll); err != nil {
-				t.Fatalf("Deployment %s: %v", dep.Name, err)
-			}
-			continue
-		}
-		mustCreate(t, kube, obj)
-	}
-	sa := only[*corev1.ServiceAccount](t, rel)
-
-	// The ServiceAccount's own credentials, as the kubelet mounts them in its pods.
-	clientset, err := kubernetes.NewForConfig(cluster.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	expiry := int64(3600)
-	tok, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa.Name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	saConfig := rest.AnonymousClientConfig(cluster.Config)
-	saConfig.BearerToken = tok.Status.Token
-	kubeconfig := writeKubeconfig(t, saConfig)
+	cluster, kube := startCluster(ctx, t)
+	in := install(ctx, t, kube, cluster.Config, e2eValues)
+	dep, saConfig, sa := in.dep, in.saConfig, in.sa
 
 	built := <-bin
 	if built.err != nil {
@@ -143,7 +93,7 @@ func TestInstall(t *testing.T) {
 	}
 	checkEnvNames(t, built.path, only[*appsv1.Deployment](t, customRel).Spec.Template.Spec.Containers[0])
 
-	ctrl := startController(ctx, t, built.path, dep, kubeconfig)
+	ctrl := startController(ctx, t, built.path, dep, in.kubeconfig)
 	defer ctrl.stop(t)
 	ctrl.waitReady(ctx, t)
 
@@ -214,11 +164,86 @@ func TestInstall(t *testing.T) {
 		t.Errorf("Lease still held by %s after the controller stopped", *lease.Spec.HolderIdentity)
 	}
 	// Not one request the controller made was refused.
-	if forbidden := regexp.MustCompile(`(?i)[^\n]*(forbidden|cannot (get|list|watch|create|update|patch|delete))[^\n]*`).FindAllString(ctrl.log(), 5); len(forbidden) > 0 {
-		t.Errorf("the controller was refused requests:\n%s", strings.Join(forbidden, "\n"))
-	}
+	ctrl.checkNotRefused(t)
 
 	checkRefused(ctx, t, cluster.Config, saConfig, sa)
+}
+
+// startCluster starts a local control plane with the kube-scheduler, the
+// controller-manager, and kwok as the nodes' kubelets, stopped when the test ends,
+// and returns it with a cluster-admin client.
+func startCluster(ctx context.Context, t *testing.T) (*localcluster.Cluster, client.Client) {
+	t.Helper()
+	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir(t), Scheduler: true, ControllerManager: true, Kwok: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Stop)
+	return cluster, newClient(t, cluster.Config)
+}
+
+// installation is the charts as installed on a control plane.
+type installation struct {
+	// rel is the tailor chart's release; dep its Deployment (validated by the API
+	// server, not created) and sa its ServiceAccount.
+	rel *Release
+	dep *appsv1.Deployment
+	sa  *corev1.ServiceAccount
+	// saConfig and kubeconfig reach the API server as the ServiceAccount, by a
+	// token the API server issued for it.
+	saConfig   *rest.Config
+	kubeconfig string
+}
+
+// install does what `helm install tailor-crd` and then `helm install tailor` with
+// valuesDoc would, with kube (cluster admin), but for the Deployment, which is
+// only validated: its pods (of an image this machine cannot pull) would sit
+// pending, and the test runs the binary in their place.
+func install(ctx context.Context, t *testing.T, kube client.Client, admin *rest.Config, valuesDoc string) *installation {
+	t.Helper()
+	crds, err := Render(crdChart, "tailor-crd", namespace, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range crds.Objects {
+		mustCreate(t, kube, obj)
+	}
+	waitEstablished(ctx, t, kube, crds.Objects)
+	mustCreate(t, kube, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+	values, err := Values(valuesDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := Render(tailorChart, "tailor", namespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := only[*appsv1.Deployment](t, rel)
+	for _, obj := range rel.Objects {
+		if obj == client.Object(dep) {
+			if err := kube.Create(ctx, dep.DeepCopy(), client.DryRunAll); err != nil {
+				t.Fatalf("Deployment %s: %v", dep.Name, err)
+			}
+			continue
+		}
+		mustCreate(t, kube, obj)
+	}
+	sa := only[*corev1.ServiceAccount](t, rel)
+
+	// The ServiceAccount's own credentials, as the kubelet mounts them in its pods.
+	clientset, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiry := int64(3600)
+	tok, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, sa.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saConfig := rest.AnonymousClientConfig(admin)
+	saConfig.BearerToken = tok.Status.Token
+	return &installation{rel: rel, dep: dep, sa: sa, saConfig: saConfig, kubeconfig: writeKubeconfig(t, saConfig)}
 }
 
 // leaseName is the controller's default --leader-election-name.
@@ -426,11 +451,28 @@ func (c *controller) stop(t *testing.T) {
 
 func (c *controller) log() string { return c.out.String() }
 
-// eventually polls cond for up to 90s, failing with its last state; it gives up
-// early when the controller exits.
+// refusal is a log line of a request the API server refused.
+var refusal = regexp.MustCompile(`(?i)[^\n]*(forbidden|cannot (get|list|watch|create|update|patch|delete))[^\n]*`)
+
+// checkNotRefused: not one request the controller made was refused.
+func (c *controller) checkNotRefused(t *testing.T) {
+	t.Helper()
+	if forbidden := refusal.FindAllString(c.log(), 5); len(forbidden) > 0 {
+		t.Errorf("the controller was refused requests:\n%s", strings.Join(forbidden, "\n"))
+	}
+}
+
+// eventually polls cond for up to 90s (see eventuallyWithin).
 func eventually(ctx context.Context, t *testing.T, c *controller, what string, cond func(context.Context) (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
+	eventuallyWithin(ctx, t, c, what, 90*time.Second, cond)
+}
+
+// eventuallyWithin polls cond for up to within, failing with its last state; it
+// gives up early when the controller exits.
+func eventuallyWithin(ctx context.Context, t *testing.T, c *controller, what string, within time.Duration, cond func(context.Context) (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		select {
 		case err := <-c.done:
@@ -445,7 +487,10 @@ func eventually(ctx context.Context, t *testing.T, c *controller, what string, c
 			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within 90s; last state: %s", what, state)
+			if refused := refusal.FindAllString(c.log(), 3); len(refused) > 0 {
+				state += "\nthe controller was refused requests:\n" + strings.Join(refused, "\n")
+			}
+			t.Fatalf("%s: not within %s; last state: %s", what, within, state)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

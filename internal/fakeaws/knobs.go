@@ -110,7 +110,10 @@ func (s *Server) ThrottleFraction(action string, f float64) {
 	s.k.throttleFraction[action] = f
 }
 
-// SetLatency delays every answer to action by d.
+// SetLatency delays every answer to action by d. A d longer than the caller's
+// deadline (time.Hour) plays a hung API: the answer never comes, and the request
+// ends only when the client gives up on it (its context or HTTP timeout), as a
+// request to a stalled endpoint would.
 func (s *Server) SetLatency(action string, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,16 +52,35 @@ type CloudProvider interface {
 	// tailor.sh/SimNodeClass). A claim of any other kind belongs to another
 	// controller (Karpenter itself, during a cut-over) and is never touched.
 	NodeClassKinds() []schema.GroupKind
+	// ProviderIDScheme is the scheme of the provider IDs of its instances ("sim"
+	// for sim:///<zone>/<id>). A Node whose provider ID has another is another
+	// cloud's, and never touched.
+	ProviderIDScheme() string
 }
 
 // Manages reports whether the claim's NodeClass is a kind cp launches from: only
 // those claims are launched, collected, drained, terminated or disrupted.
 func Manages(cp CloudProvider, claim *v1.NodeClaim) bool {
-	ref := claim.Spec.NodeClassRef
-	if ref == nil {
-		return false
-	}
-	return slices.Contains(cp.NodeClassKinds(), schema.GroupKind{Group: ref.Group, Kind: ref.Kind})
+	return ServesNodeClass(cp, claim.Spec.NodeClassRef)
+}
+
+// ManagesPool reports whether the NodePool's NodeClass is a kind cp launches from:
+// another's NodePool (Karpenter's, in a cut-over) gets no claims, status or
+// annotations from Tailor.
+func ManagesPool(cp CloudProvider, pool *v1.NodePool) bool {
+	return ServesNodeClass(cp, pool.Spec.Template.Spec.NodeClassRef)
+}
+
+// ServesNodeClass reports whether ref names a NodeClass kind cp launches from.
+func ServesNodeClass(cp CloudProvider, ref *v1.NodeClassReference) bool {
+	return ref != nil && slices.Contains(cp.NodeClassKinds(), schema.GroupKind{Group: ref.Group, Kind: ref.Kind})
+}
+
+// OwnsProviderID reports whether the provider ID is of cp's scheme: an instance
+// cp could have launched. An empty provider ID is no one's.
+func OwnsProviderID(cp CloudProvider, providerID string) bool {
+	scheme, _, ok := strings.Cut(providerID, "://")
+	return ok && scheme != "" && scheme == cp.ProviderIDScheme()
 }
 
 // DriftReason says why an instance drifted from its NodeClass.

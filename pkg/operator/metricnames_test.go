@@ -27,6 +27,7 @@ var karpenterMetrics = map[string][]string{
 
 	"karpenter_scheduler_scheduling_duration_seconds": {"controller"},
 	"karpenter_scheduler_queue_depth":                 {"controller", "scheduling_id"},
+	"karpenter_scheduler_unfinished_work_seconds":     {"controller", "scheduling_id"},
 	"karpenter_scheduler_unschedulable_pods_count":    {"controller"},
 
 	"karpenter_nodeclaims_created_total":                         {"reason", "nodepool", "min_values_relaxed"},
@@ -40,6 +41,7 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_nodes_terminated_total":             {"nodepool", "zone"},
 	"karpenter_nodes_termination_duration_seconds": {"nodepool"},
 	"karpenter_nodes_lifetime_duration_seconds":    {"nodepool"},
+	"karpenter_nodes_drained_total":                {"nodepool"},
 	"karpenter_nodes_allocatable":                  withResourceType,
 	"karpenter_nodes_total_pod_requests":           withResourceType,
 	"karpenter_nodes_total_pod_limits":             withResourceType,
@@ -52,6 +54,9 @@ var karpenterMetrics = map[string][]string{
 		"instance_type", "phase", "ready", "managed"},
 	"karpenter_pods_startup_duration_seconds": nil,
 	"karpenter_pods_bound_duration_seconds":   nil,
+	"karpenter_pods_unstarted_time_seconds":   {"name", "namespace"},
+	"karpenter_pods_unbound_time_seconds":     {"name", "namespace"},
+	"karpenter_pods_eviction_requests_total":  {"code"},
 
 	"karpenter_nodepools_usage":               {"nodepool", "resource_type"},
 	"karpenter_nodepools_limit":               {"nodepool", "resource_type"},

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -56,10 +57,21 @@ func newClusterCollector(kube client.Reader, pods podEvents, types func(context.
 	return &clusterCollector{kube: kube, types: types, pods: tracker, podsSynced: reg.HasSynced, synced: synced, now: time.Now}, nil
 }
 
+// Karpenter's per-pod wait gauges, from the pod informer's events (see podTracker):
+// one series per pod still waiting, gone once it starts (or binds) or is deleted.
+var (
+	podUnstartedTime = prometheus.NewDesc("karpenter_pods_unstarted_time_seconds",
+		"The time from pod creation until the pod is running (ready), for each pod seen pending that is not yet.", []string{"name", "namespace"}, nil)
+	podUnboundTime = prometheus.NewDesc("karpenter_pods_unbound_time_seconds",
+		"The time from pod creation until the pod is bound, for each pod not yet bound.", []string{"name", "namespace"}, nil)
+)
+
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, f := range clusterFamilies {
 		ch <- f.desc
 	}
+	ch <- podUnstartedTime
+	ch <- podUnboundTime
 }
 
 func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -105,6 +117,15 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range clusterMetrics(in) {
 		ch <- prometheus.MustNewConstMetric(s.family.desc, prometheus.GaugeValue, s.value, s.labels...)
 	}
+	unstarted, unbound := c.pods.waiting()
+	for _, w := range []struct {
+		desc *prometheus.Desc
+		pods []waitingPod
+	}{{podUnstartedTime, unstarted}, {podUnboundTime, unbound}} {
+		for _, p := range w.pods {
+			ch <- prometheus.MustNewConstMetric(w.desc, prometheus.GaugeValue, now.Sub(p.created).Seconds(), p.name, p.namespace)
+		}
+	}
 }
 
 // podTracker keeps, by namespace/name, what the metrics need of each pod, as the
@@ -116,12 +137,19 @@ type podTracker struct {
 
 	mu   sync.Mutex
 	pods map[string]*podInfo
-	// unstarted and unbound are the pods seen not yet running and not yet bound.
-	unstarted, unbound map[string]bool
+	// unstarted are the pods seen pending and not yet ready (nor finished);
+	// unbound, those not yet bound (nor finished).
+	unstarted, unbound map[string]waitingPod
+}
+
+// waitingPod is a pod waiting to start or to be bound.
+type waitingPod struct {
+	name, namespace string
+	created         time.Time
 }
 
 func newPodTracker(now func() time.Time) *podTracker {
-	return &podTracker{now: now, pods: map[string]*podInfo{}, unstarted: map[string]bool{}, unbound: map[string]bool{}}
+	return &podTracker{now: now, pods: map[string]*podInfo{}, unstarted: map[string]waitingPod{}, unbound: map[string]waitingPod{}}
 }
 
 func (p *podTracker) OnAdd(obj any, _ bool) { p.observe(obj) }
@@ -150,23 +178,36 @@ func (p *podTracker) observe(obj any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pods[key] = info
-	if d, ok := startupDuration(pod, p.unstarted[key]); ok {
-		podStartupDuration.Observe(d.Seconds())
+	w := waitingPod{name: pod.Name, namespace: pod.Namespace, created: pod.CreationTimestamp.Time}
+	_, seenPending := p.unstarted[key]
+	started, ok := startupDuration(pod, seenPending)
+	if ok {
+		podStartupDuration.Observe(started.Seconds())
 	}
-	if d, ok := boundDuration(pod, p.unbound[key]); ok {
-		podBoundDuration.Observe(d.Seconds())
-	}
+	// A pod seen pending stays unstarted until it is ready or finished: running
+	// but not yet ready, it is still starting, as Karpenter times it.
 	switch {
 	case pod.Status.Phase == corev1.PodPending:
-		p.unstarted[key] = true
-	default:
+		p.unstarted[key] = w
+	case ok || info.Terminal:
 		delete(p.unstarted, key)
 	}
-	if info.Node == "" && !scheduling.IsTerminal(pod) {
-		p.unbound[key] = true
+	_, seenUnbound := p.unbound[key]
+	if d, ok := boundDuration(pod, seenUnbound); ok {
+		podBoundDuration.Observe(d.Seconds())
+	}
+	if info.Node == "" && !info.Terminal {
+		p.unbound[key] = w
 	} else {
 		delete(p.unbound, key)
 	}
+}
+
+// waiting returns the pods not yet started and those not yet bound.
+func (p *podTracker) waiting() (unstarted, unbound []waitingPod) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Collect(maps.Values(p.unstarted)), slices.Collect(maps.Values(p.unbound))
 }
 
 // snapshot returns the pods (entries are never changed, only replaced, so they may

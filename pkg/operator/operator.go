@@ -255,7 +255,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		registrationhealth.NewController(kube, cloud, clk),
 	}
 	if opts.FeatureGates.StaticCapacity {
-		controllers = append(controllers, static.NewController(kube, recorder))
+		controllers = append(controllers, static.NewController(kube, cloud, recorder))
 	}
 	controllers = append(controllers,
 		controllerFunc{"cloudprovider." + opts.CloudProvider, func(_ context.Context, mgr manager.Manager) error { return prov.register(mgr) }},

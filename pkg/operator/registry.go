@@ -3,6 +3,7 @@ package operator
 import (
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,14 +31,26 @@ var (
 	})
 )
 
-// buildInfo is karpenter_build_info: 1, labeled with the binary's version, Go
-// version, architecture and commit (from the Go build's own stamp).
-func buildInfo() prometheus.Collector {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "karpenter_build_info",
-		Help: "A metric with a constant '1' value labeled by the version, Go version, architecture and commit Tailor was built from.",
-	}, []string{"version", "goversion", "goarch", "commit"})
-	version, commit := "dev", ""
+// stamp is the version and commit SetBuild set; nil until it is called.
+var stamp atomic.Pointer[[2]string]
+
+// SetBuild sets the version and commit karpenter_build_info reports: cmd/tailor
+// passes what `tailor version` prints (stamped at build time). Call it before Run.
+// Never called, or called with an empty version, the Go build's own stamp is used.
+func SetBuild(version, commit string) {
+	if version == "" {
+		stamp.Store(nil)
+		return
+	}
+	stamp.Store(&[2]string{version, commit})
+}
+
+// BuildStamp returns the version and commit karpenter_build_info reports.
+func BuildStamp() (version, commit string) {
+	if s := stamp.Load(); s != nil {
+		return s[0], s[1]
+	}
+	version = "dev"
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v := info.Main.Version; v != "" && v != "(devel)" {
 			version = v
@@ -48,6 +61,17 @@ func buildInfo() prometheus.Collector {
 			}
 		}
 	}
+	return version, commit
+}
+
+// buildInfo is karpenter_build_info: 1, labeled with the binary's version and
+// commit (see BuildStamp), Go version and architecture.
+func buildInfo() prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_build_info",
+		Help: "A metric with a constant '1' value labeled by the version, Go version, architecture and commit Tailor was built from.",
+	}, []string{"version", "goversion", "goarch", "commit"})
+	version, commit := BuildStamp()
 	g.WithLabelValues(version, runtime.Version(), runtime.GOARCH, commit).Set(1)
 	return g
 }

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -30,6 +32,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/timeout"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -56,6 +59,11 @@ type Options struct {
 	// capacity reservations are offered as capacity type "reserved", and spot and
 	// on-demand launches stay out of open reservations.
 	ReservedCapacity bool
+	// CallTimeout bounds the AWS reads the provider makes outside the
+	// CloudProvider interface (whose calls pkg/cloudprovider/timeout bounds): each
+	// part of a NodeClass's resolution, and the instance listing that relabels
+	// claims whose reservation lapsed. Defaults to timeout.CallTimeout (30s).
+	CallTimeout time.Duration
 }
 
 // Clients are the AWS API clients the provider calls.
@@ -69,9 +77,28 @@ type Clients struct {
 	SQS *sqs.Client
 }
 
+// HTTPAttemptTimeout bounds each HTTP request (one attempt of an operation) of
+// the clients NewClients builds, unless the configuration's client has a timeout
+// of its own.
+//
+// Deadlines are set per operation, in the context, where the provider calls AWS:
+// there each can fit its call (a launch 3 minutes, a read 30 s, a long poll its
+// wait and some) and covers its retries and pages. This timeout is only the
+// backstop under them: a request made without a deadline still ends, and a hung
+// attempt of a long operation (a launch, the catalog read) is retried within the
+// operation's deadline rather than spending all of it. It must stay above the
+// longest healthy request: an SQS long poll holds its answer for up to 20 s, and
+// a page of the Price List API is large.
+const HTTPAttemptTimeout = time.Minute
+
 // NewClients builds every client from one configuration (its retryer retries
-// throttling with backoff).
+// throttling with backoff), their requests bounded by HTTPAttemptTimeout.
 func NewClients(cfg aws.Config) Clients {
+	return newClients(cfg, HTTPAttemptTimeout)
+}
+
+func newClients(cfg aws.Config, attempt time.Duration) Clients {
+	cfg = withHTTPTimeout(cfg, attempt)
 	// The Price List API is served from a few regions only; us-east-1's lists
 	// every region's prices.
 	pricingCfg := cfg.Copy()
@@ -80,6 +107,29 @@ func NewClients(cfg aws.Config) Clients {
 	}
 	return Clients{EC2: ec2.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg),
 		EKS: eks.NewFromConfig(cfg), Pricing: pricing.NewFromConfig(pricingCfg), SQS: sqs.NewFromConfig(cfg)}
+}
+
+// withHTTPTimeout returns cfg with its HTTP client's requests bounded by d: the
+// SDK's default client (nil, or a BuildableClient) and a plain http.Client get
+// it, unless they have a timeout already; a client of another kind is the
+// caller's and keeps its own.
+func withHTTPTimeout(cfg aws.Config, d time.Duration) aws.Config {
+	cfg = cfg.Copy()
+	switch hc := cfg.HTTPClient.(type) {
+	case nil:
+		cfg.HTTPClient = awshttp.NewBuildableClient().WithTimeout(d)
+	case *awshttp.BuildableClient:
+		if hc.GetTimeout() == 0 {
+			cfg.HTTPClient = hc.WithTimeout(d)
+		}
+	case *http.Client:
+		if hc.Timeout == 0 {
+			bounded := *hc
+			bounded.Timeout = d
+			cfg.HTTPClient = &bounded
+		}
+	}
+	return cfg
 }
 
 // CloudProvider launches EC2 instances for claims of EC2NodeClasses.
@@ -131,6 +181,9 @@ func New(kube client.Client, clients Clients, opts Options, clk clock.Clock, pri
 	if opts.LaunchVisibility == 0 {
 		opts.LaunchVisibility = 5 * time.Minute
 	}
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = timeout.CallTimeout
+	}
 	return &CloudProvider{kube: kube, aws: clients, opts: opts, clock: clk, prices: prices, unavailable: unavailable,
 		built: map[string][]*scheduling.InstanceType{}, templates: map[string]string{},
 		recent: map[string]recentLaunch{}, byClaim: map[types.UID]recentLaunch{}, reservationRoom: map[string]int{}}
@@ -138,6 +191,9 @@ func New(kube client.Client, clients Clients, opts Options, clk clock.Clock, pri
 
 // Name is "aws".
 func (c *CloudProvider) Name() string { return "aws" }
+
+// ProviderIDScheme is "aws", as in aws:///<zone>/<instance-id> (see ProviderID).
+func (c *CloudProvider) ProviderIDScheme() string { return "aws" }
 
 // NodeClassKinds is karpenter.k8s.aws/EC2NodeClass.
 func (c *CloudProvider) NodeClassKinds() []schema.GroupKind {

@@ -2,14 +2,17 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
@@ -19,6 +22,9 @@ import (
 // ResolveInterval is how often a NodeClass is resolved again, so that new AMI
 // releases, subnets and security groups are seen (and drift) without a change to it.
 const ResolveInterval = 5 * time.Minute
+
+// ResolveRetry is how soon a NodeClass whose reads failed is resolved again.
+const ResolveRetry = 30 * time.Second
 
 // RBAC: what it reads and writes (see `make generate`).
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;patch
@@ -52,7 +58,8 @@ func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, nil
 	}
 	before := nc.DeepCopy()
-	if ApplyResolution(nc, c.cloud.Resolve(ctx, nc)) {
+	resolved := c.cloud.Resolve(ctx, nc)
+	if ApplyResolution(nc, resolved) {
 		if err := c.write(ctx, before, nc); err != nil {
 			if apierrors.IsNotFound(err) {
 				return reconcile.Result{}, nil
@@ -60,11 +67,62 @@ func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 			return reconcile.Result{}, err
 		}
 	}
+	if err := c.restamp(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
 	// Instances leave reservations without the status changing (expiry, moves).
 	if err := c.relabelLapsed(ctx, nc); err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := resolved.Err(); err != nil {
+		// Not found is a verdict (the conditions say it); a failed read is tried
+		// again soon, what was resolved before held meanwhile.
+		log.FromContext(ctx).Info("resolving the EC2NodeClass: reads failed, trying again", "ec2nodeclass", nc.Name, "error", err.Error())
+		return reconcile.Result{RequeueAfter: ResolveRetry}, nil
+	}
 	return reconcile.Result{RequeueAfter: ResolveInterval}, nil
+}
+
+// restamp gives the NodeClass's claims that carry its hash of another hash
+// version (Karpenter's, after a cut-over) its hash of Tailor's version. A hash of
+// another version cannot be compared with Tailor's, and Karpenter does not tag
+// its instances with the hash: without this, no later change to the NodeClass
+// would ever drift such a claim. So it is taken as launched from the NodeClass
+// as it is now, as Karpenter does when its own hash version changes and as the
+// NodePool controller does with the NodePool hash. Claims without the annotation
+// (Tailor's own, whose instances carry the hash as a tag) are left alone. (The
+// NodeClaim patch is granted to Tailor's NodePool and termination controllers.)
+func (c *NodeClassController) restamp(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims); err != nil {
+		return fmt.Errorf("listing nodeclaims to re-stamp with the hash of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	hash := NodeClassHash(nc)
+	var errs []error
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if !NeedsRestamp(claim, nc.Name) {
+			continue
+		}
+		stamped := claim.DeepCopy()
+		metav1.SetMetaDataAnnotation(&stamped.ObjectMeta, AnnotationNodeClassHash, hash)
+		metav1.SetMetaDataAnnotation(&stamped.ObjectMeta, AnnotationNodeClassHashVersion, NodeClassHashVersion)
+		if err := c.kube.Patch(ctx, stamped, client.MergeFrom(claim)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("nodeclaim %s: re-stamping annotation %s: %w", claim.Name, AnnotationNodeClassHash, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// NeedsRestamp reports a claim of the EC2NodeClass named nodeClass, not being
+// deleted, whose NodeClass hash is of another hash version than Tailor's.
+func NeedsRestamp(claim *v1.NodeClaim, nodeClass string) bool {
+	ref := claim.Spec.NodeClassRef
+	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" || ref.Name != nodeClass || claim.DeletionTimestamp != nil {
+		return false
+	}
+	version, ok := claim.Annotations[AnnotationNodeClassHashVersion]
+	return ok && version != NodeClassHashVersion
 }
 
 // write stores the NodeClass's annotations and status, changed from before.
@@ -99,9 +157,14 @@ func (c *NodeClassController) relabelLapsed(ctx context.Context, nc *awsv1.EC2No
 	if len(claims.Items) == 0 {
 		return nil
 	}
-	instances, err := c.cloud.List(ctx)
+	// The provider's List, called here outside the CloudProvider interface, gets
+	// the deadline that interface's List has: a hung DescribeInstances must not
+	// hold the NodeClass controller's worker (the reconcile is retried instead).
+	listCtx, cancel := context.WithTimeout(ctx, c.cloud.opts.CallTimeout)
+	defer cancel()
+	instances, err := c.cloud.List(listCtx)
 	if err != nil {
-		return err
+		return fmt.Errorf("listing instances to relabel lapsed reservations: %w", err)
 	}
 	reservationOf := map[string]string{} // by provider ID
 	for _, inst := range instances {

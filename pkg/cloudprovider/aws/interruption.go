@@ -65,17 +65,29 @@ type InterruptionQueue struct {
 	queue string
 	// Wait is the long poll of each ReceiveMessage, in seconds (0–20).
 	Wait int32
+	// timeout bounds each SQS request, on top of the long poll for a receive
+	// (see requestTimeout).
+	timeout time.Duration
 
 	mu  sync.Mutex
 	url string
 }
+
+// requestTimeout bounds each SQS request of the interruption queue, and a
+// receive's long poll on top of its Wait. The poll runs on the manager's
+// context, which has no deadline, so without one a receive that hangs would
+// stop interruption handling for good; with it, the poll fails and the next one
+// starts, well inside a spot warning's two minutes. SQS answers within a moment
+// of the wait ending, so 10 s covers a retried request too. Messages a receive
+// cut short had taken come back after the queue's visibility timeout.
+const requestTimeout = 10 * time.Second
 
 var _ cloudprovider.InterruptionSource = (*InterruptionQueue)(nil)
 
 // NewInterruptionQueue reads queue, a queue name or URL; kube finds the
 // NodeClaims the events are about.
 func NewInterruptionQueue(sqsClient *sqs.Client, queue string, kube client.Client, clk clock.Clock) *InterruptionQueue {
-	return &InterruptionQueue{sqs: sqsClient, kube: kube, clock: clk, queue: queue, Wait: 1}
+	return &InterruptionQueue{sqs: sqsClient, kube: kube, clock: clk, queue: queue, Wait: 1, timeout: requestTimeout}
 }
 
 func (q *InterruptionQueue) queueURL(ctx context.Context) (string, error) {
@@ -88,6 +100,8 @@ func (q *InterruptionQueue) queueURL(ctx context.Context) (string, error) {
 		q.url = q.queue
 		return q.url, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, q.timeout)
+	defer cancel()
 	out, err := q.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.queue)})
 	if err != nil {
 		return "", fmt.Errorf("finding interruption queue %s: %w", q.queue, err)
@@ -103,10 +117,7 @@ func (q *InterruptionQueue) Interruptions(ctx context.Context) ([]cloudprovider.
 	if err != nil {
 		return nil, err
 	}
-	out, err := q.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: q.Wait,
-		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameSentTimestamp},
-	})
+	out, err := q.receive(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("receiving from interruption queue %s: %w", q.queue, err)
 	}
@@ -130,13 +141,31 @@ func (q *InterruptionQueue) Interruptions(ctx context.Context) ([]cloudprovider.
 			notices = append(notices, claimed(parsed, ours)...)
 		}
 		// Deleted whatever it held: a message that cannot be read now never can.
-		if _, err := q.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		if err := q.delete(ctx, url, m.ReceiptHandle); err != nil {
 			logger.Error(err, "deleting an interruption queue message", "queue", q.queue, "messageID", aws.ToString(m.MessageId))
 			continue
 		}
 		interruptionDeleted.Inc()
 	}
 	return notices, nil
+}
+
+// receive long-polls for up to ten messages, within the wait and q.timeout.
+func (q *InterruptionQueue) receive(ctx context.Context, url string) (*sqs.ReceiveMessageOutput, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(q.Wait)*time.Second+q.timeout)
+	defer cancel()
+	return q.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: q.Wait,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameSentTimestamp},
+	})
+}
+
+// delete removes a message read, within q.timeout.
+func (q *InterruptionQueue) delete(ctx context.Context, url string, receipt *string) error {
+	ctx, cancel := context.WithTimeout(ctx, q.timeout)
+	defer cancel()
+	_, err := q.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: receipt})
+	return err
 }
 
 // claimedInstances are the provider IDs of the cluster's NodeClaims, by instance ID.

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
@@ -443,11 +446,40 @@ type Resolution struct {
 	CapacityReservationsErr error
 }
 
+// Err joins the errors of the parts whose read failed.
+func (r Resolution) Err() error {
+	return errors.Join(r.SubnetsErr, r.SecurityGroupsErr, r.AMIsErr, r.InstanceProfileErr, r.CapacityReservationsErr)
+}
+
 // ApplyResolution writes a resolution into the NodeClass's status, sets each
 // dependency's condition (Ready derives from them, naming the first one missing)
 // and the hash annotations. It reports whether anything changed.
+//
+// A part whose read failed (throttled, timed out) keeps what it resolved to before
+// when that was for the NodeClass's generation (the same selectors) and found
+// something: one failed describe must not take a working NodeClass, and every
+// NodePool on it, out of service until the next resolve.
 func ApplyResolution(nc *awsv1.EC2NodeClass, r Resolution) bool {
 	before := nc.DeepCopy()
+	held := func(condType string, err error) bool {
+		c := meta.FindStatusCondition(before.Status.Conditions, condType)
+		return transient(err) && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == nc.Generation
+	}
+	if held(awsv1.ConditionTypeSubnetsReady, r.SubnetsErr) {
+		r.Subnets, r.SubnetsErr = before.Status.Subnets, nil
+	}
+	if held(awsv1.ConditionTypeSecurityGroupsReady, r.SecurityGroupsErr) {
+		r.SecurityGroups, r.SecurityGroupsErr = before.Status.SecurityGroups, nil
+	}
+	if held(awsv1.ConditionTypeAMIsReady, r.AMIsErr) {
+		r.AMIs, r.AMIsErr = before.Status.AMIs, nil
+	}
+	if held(awsv1.ConditionTypeInstanceProfileReady, r.InstanceProfileErr) {
+		r.InstanceProfile, r.InstanceProfileErr = before.Status.InstanceProfile, nil
+	}
+	if held(awsv1.ConditionTypeCapacityReservationsReady, r.CapacityReservationsErr) {
+		r.CapacityReservations, r.CapacityReservationsErr = before.Status.CapacityReservations, nil
+	}
 	nc.Status.Subnets = r.Subnets
 	nc.Status.SecurityGroups = r.SecurityGroups
 	nc.Status.AMIs = r.AMIs
@@ -477,6 +509,24 @@ func ApplyResolution(nc *awsv1.EC2NodeClass, r Resolution) bool {
 	nc.Annotations[AnnotationNodeClassHash] = NodeClassHash(nc)
 	nc.Annotations[AnnotationNodeClassHashVersion] = NodeClassHashVersion
 	return !equalJSON(before.Status, nc.Status) || !equalJSON(before.Annotations, nc.Annotations)
+}
+
+// transient reports a failed read worth holding the last resolution over: a
+// timeout, a network error, throttling, or a fault on AWS's side. A refusal of the
+// request itself (AccessDenied, a malformed filter) is a verdict, and is shown.
+func transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return true
+	}
+	switch ae.ErrorCode() {
+	case "Throttling", "ThrottlingException", "RequestLimitExceeded", "RequestThrottled", "TooManyRequestsException":
+		return true
+	}
+	return ae.ErrorFault() != smithy.FaultClient
 }
 
 func equalJSON(a, b any) bool {

@@ -1,12 +1,15 @@
 package aws
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -214,10 +217,42 @@ func TestApplyResolution(t *testing.T) {
 	}
 
 	failed := ready
-	failed.AMIsErr = errors.New("describing images: AccessDenied")
+	failed.AMIsErr = fmt.Errorf("describing images: %w", &smithy.GenericAPIError{Code: "AccessDenied", Message: "not allowed", Fault: smithy.FaultClient})
 	ApplyResolution(nc, failed)
 	c = meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeReady)
-	if c.Status != metav1.ConditionFalse || c.Message != "describing images: AccessDenied" {
+	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "AccessDenied") {
 		t.Errorf("Ready must carry the AMI error: %+v", c)
+	}
+}
+
+// A read that fails for a while (a timeout, throttling, a fault on AWS's side)
+// keeps what was resolved for this generation: the NodeClass stays Ready. A
+// refusal, or a failure after the selectors changed, is shown.
+func TestApplyResolutionHoldsOverTransientFailures(t *testing.T) {
+	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1}}
+	ready := Resolution{Subnets: []awsv1.Subnet{{ID: "subnet-1", Zone: "us-east-1a"}}, SecurityGroups: []awsv1.SecurityGroup{{ID: "sg-1"}},
+		AMIs: []awsv1.AMI{{ID: "ami-1"}}, InstanceProfile: "profile"}
+	ApplyResolution(nc, ready)
+	for _, err := range []error{
+		fmt.Errorf("describing subnets: %w", context.DeadlineExceeded),
+		&smithy.GenericAPIError{Code: "RequestLimitExceeded", Fault: smithy.FaultClient},
+		&smithy.GenericAPIError{Code: "InternalError", Fault: smithy.FaultServer},
+	} {
+		failed := ready
+		failed.Subnets, failed.SubnetsErr = nil, err
+		if ApplyResolution(nc, failed) || !nc.IsReady() || len(nc.Status.Subnets) != 1 {
+			t.Errorf("%v: Ready %v, subnets %v; want the last resolution held", err, nc.IsReady(), nc.Status.Subnets)
+		}
+		if failed.Err() == nil {
+			t.Error("the resolution does not report its failed read")
+		}
+	}
+	// The selectors changed: what was resolved before is no longer theirs.
+	nc.Generation = 2
+	failed := ready
+	failed.Subnets, failed.SubnetsErr = nil, context.DeadlineExceeded
+	ApplyResolution(nc, failed)
+	if nc.IsReady() {
+		t.Error("a failed read for new selectors left the NodeClass Ready on the old ones")
 	}
 }

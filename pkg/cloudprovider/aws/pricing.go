@@ -201,6 +201,9 @@ type PriceBook struct {
 	clock   clock.Clock
 	// Spot prices move by the minute, on-demand ones a few times a year.
 	onDemandEvery, spotEvery time.Duration
+	// readTimeout bounds each read of one operating system's prices (see
+	// priceReadTimeout).
+	readTimeout time.Duration
 
 	// warning, when set, is logged at Start: the region has no embedded prices.
 	warning string
@@ -214,6 +217,14 @@ type PriceBook struct {
 	generation int64
 }
 
+// priceReadTimeout bounds one read of an operating system's on-demand or spot
+// prices, all its pages. Start runs on the manager's context, which has no
+// deadline: a Pricing API or spot price history that hangs would stop every
+// refresh after it, leaving prices as they were for good. A read takes seconds
+// (a region's on-demand products are some ten pages of the Price List API); one
+// that runs out keeps the previous prices and is tried again at the next tick.
+const priceReadTimeout = 2 * time.Minute
+
 // NewPriceBook returns a price book for region; Start refreshes on-demand prices
 // every onDemandEvery and spot prices every spotEvery. A region without embedded
 // prices starts from us-east-1's (see FallbackWarning): the live prices replace
@@ -221,7 +232,7 @@ type PriceBook struct {
 // controller that cannot start in a region newer than its build.
 func NewPriceBook(region string, pricingClient pricingAPI, ec2Client spotAPI, clk clock.Clock, onDemandEvery, spotEvery time.Duration) (*PriceBook, error) {
 	b := &PriceBook{region: region, pricing: pricingClient, ec2: ec2Client, clock: clk, onDemandEvery: onDemandEvery, spotEvery: spotEvery,
-		fallback: map[string]Prices{}, live: map[string]Prices{}}
+		readTimeout: priceReadTimeout, fallback: map[string]Prices{}, live: map[string]Prices{}}
 	ratio, ok := regionPriceRatio(region)
 	if !ok {
 		b.warning = (&NoEmbeddedPricesError{Region: region}).Error() + "; until the Pricing API answers, instance types are ranked by us-east-1's prices"
@@ -319,12 +330,13 @@ func (b *PriceBook) RefreshSpot(ctx context.Context) error {
 	})
 }
 
-// refresh reads each operating system's prices and applies what read returns to
-// its live prices; a failed or empty read keeps the previous ones.
+// refresh reads each operating system's prices, each read within readTimeout,
+// and applies what read returns to its live prices; a failed or empty read keeps
+// the previous ones.
 func (b *PriceBook) refresh(ctx context.Context, read func(ctx context.Context, os string) (func(*Prices), error)) error {
 	var errs []error
 	for _, os := range []string{OSLinux, OSWindows} {
-		set, err := read(ctx, os)
+		set, err := b.readWithin(ctx, os, read)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -340,6 +352,12 @@ func (b *PriceBook) refresh(ctx context.Context, read func(ctx context.Context, 
 		b.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+func (b *PriceBook) readWithin(ctx context.Context, os string, read func(ctx context.Context, os string) (func(*Prices), error)) (func(*Prices), error) {
+	ctx, cancel := context.WithTimeout(ctx, b.readTimeout)
+	defer cancel()
+	return read(ctx, os)
 }
 
 func (b *PriceBook) onDemand(ctx context.Context, os string) (map[string]float64, error) {

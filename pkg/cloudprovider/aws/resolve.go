@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -19,14 +20,28 @@ import (
 // Resolve looks up what the NodeClass's selectors name: subnets, security groups,
 // AMIs and the instance profile. Each part's failure is kept in the resolution,
 // for the status to name; none stops the others.
+//
+// Each part has a deadline of its own (Options.CallTimeout): the NodeClass
+// controller calls this outside the CloudProvider interface and its deadlines,
+// and an AWS API that hangs would otherwise hold its worker, and every
+// NodeClass queued behind it, for good. A part's own deadline, rather than one
+// for the whole, keeps a hung DescribeSubnets from failing the AMIs too.
 func (c *CloudProvider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolution {
 	var r Resolution
-	r.Subnets, r.SubnetsErr = c.resolveSubnets(ctx, nc)
-	r.SecurityGroups, r.SecurityGroupsErr = c.resolveSecurityGroups(ctx, nc)
-	r.AMIs, r.AMIsErr = c.resolveAMIs(ctx, nc)
-	r.InstanceProfile, r.InstanceProfileErr = c.resolveInstanceProfile(ctx, nc)
-	r.CapacityReservations, r.CapacityReservationsErr = c.resolveCapacityReservations(ctx, nc)
+	d := c.opts.CallTimeout
+	r.Subnets, r.SubnetsErr = within(ctx, d, nc, c.resolveSubnets)
+	r.SecurityGroups, r.SecurityGroupsErr = within(ctx, d, nc, c.resolveSecurityGroups)
+	r.AMIs, r.AMIsErr = within(ctx, d, nc, c.resolveAMIs)
+	r.InstanceProfile, r.InstanceProfileErr = within(ctx, d, nc, c.resolveInstanceProfile)
+	r.CapacityReservations, r.CapacityReservationsErr = within(ctx, d, nc, c.resolveCapacityReservations)
 	return r
+}
+
+// within runs one part of a NodeClass's resolution with a deadline of d.
+func within[T any](ctx context.Context, d time.Duration, nc *awsv1.EC2NodeClass, resolve func(context.Context, *awsv1.EC2NodeClass) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return resolve(ctx, nc)
 }
 
 func (c *CloudProvider) resolveCapacityReservations(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.CapacityReservation, error) {

@@ -219,6 +219,9 @@ func (c *CloudProvider) IsDrifted(_ context.Context, claim *v1.NodeClaim) (cloud
 // Name is "fake".
 func (c *CloudProvider) Name() string { return "fake" }
 
+// ProviderIDScheme is "fake", as in fake:///<zone>/i-00001.
+func (c *CloudProvider) ProviderIDScheme() string { return "fake" }
+
 // NodeClassKinds is tailor.sh/SimNodeClass, the kind the tests' claims name.
 func (c *CloudProvider) NodeClassKinds() []schema.GroupKind {
 	return []schema.GroupKind{{Group: "tailor.sh", Kind: "SimNodeClass"}}

@@ -80,6 +80,9 @@ func (c *CloudProvider) NodeClassKinds() []schema.GroupKind {
 // Name is "sim".
 func (c *CloudProvider) Name() string { return "sim" }
 
+// ProviderIDScheme is "sim", ProviderIDPrefix's.
+func (c *CloudProvider) ProviderIDScheme() string { return strings.TrimSuffix(ProviderIDPrefix, "://") }
+
 // instanceTypes are the types of a NodeClass's catalog as its nodes have them: EKS
 // nodes under its kubelet settings. They are kept per catalog and settings.
 func (c *CloudProvider) instanceTypes(nc *v1alpha1.SimNodeClass) ([]*scheduling.InstanceType, error) {

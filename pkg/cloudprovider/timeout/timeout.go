@@ -96,3 +96,5 @@ func (d *decorator) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (cloudpr
 func (d *decorator) Name() string { return d.cp.Name() }
 
 func (d *decorator) NodeClassKinds() []schema.GroupKind { return d.cp.NodeClassKinds() }
+
+func (d *decorator) ProviderIDScheme() string { return d.cp.ProviderIDScheme() }

@@ -1,7 +1,8 @@
 // Package nodepool keeps NodePool status: the resources and nodes in use, whether
 // its NodeClass is ready, whether the template can produce a NodeClaim the API
 // server accepts, and the template hash (karpenter.sh/nodepool-hash) that drift
-// detection compares, re-stamped on claims stamped by another hash version.
+// detection compares, re-stamped on claims stamped by another hash version. A
+// NodePool of another provider's NodeClass kind (Karpenter's) is left alone.
 package nodepool
 
 import (
@@ -12,6 +13,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,10 +29,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -69,7 +73,9 @@ type admission struct {
 // cloud provider serves (e.g. SimNodeClass): a change to one refreshes the
 // NodePools that refer to it, so a NodeClass created or turning ready after its
 // NodePool makes the NodePool ready; and only claims of those kinds have their
-// nodepool hash re-stamped. staticCapacity is the StaticCapacity feature gate.
+// nodepool hash re-stamped; NodePools of other kinds the cluster serves are
+// another controller's, and left alone. staticCapacity is the StaticCapacity
+// feature gate.
 func NewController(kube client.Client, staticCapacity bool, nodeClasses ...client.Object) *Controller {
 	return &Controller{kube: kube, nodeClasses: nodeClasses, staticCapacity: staticCapacity, admitted: map[string]admission{}}
 }
@@ -126,6 +132,18 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	kinds, err := c.kinds()
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	mine, err := c.mine(np, kinds)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !mine {
+		log.FromContext(ctx).V(1).Info("leaving a NodePool of another provider's NodeClass kind to its controller", "nodepool", klog.KObj(np))
+		return reconcile.Result{}, nil
+	}
 	if hash := Hash(np); np.Annotations[v1.NodePoolHashAnnotationKey] != hash || np.Annotations[v1.NodePoolHashVersionAnnotationKey] != HashVersion {
 		patch := client.MergeFrom(np.DeepCopy())
 		metav1.SetMetaDataAnnotation(&np.ObjectMeta, v1.NodePoolHashAnnotationKey, hash)
@@ -141,7 +159,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	var errs []error
-	if err := c.restamp(ctx, np, claims.Items); err != nil {
+	if err := c.restamp(ctx, np, claims.Items, kinds); err != nil {
 		errs = append(errs, err)
 	}
 	resources := corev1.ResourceList{}
@@ -165,7 +183,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else {
 		meta.RemoveStatusCondition(&np.Status.Conditions, v1.ConditionTypeStaticCapacity)
 	}
-	classReady, classReason, classMessage := c.nodeClassReady(ctx, np)
+	classReady, classReason, classMessage := c.nodeClassReady(ctx, np, kinds)
 	setCondition(np, v1.ConditionTypeNodeClassReady, classReady, classReason, classMessage)
 	valid, why := Validate(np)
 	unknown := false
@@ -233,23 +251,55 @@ func (c *Controller) admits(ctx context.Context, np *v1.NodePool) (string, error
 	return refused, nil
 }
 
-// restamp gives the pool's claims stamped by another hash version the pool's
-// current hash and version. Hashes of different versions cannot be compared (the
-// claims of a Karpenter being replaced carry its version), so such a claim is taken
-// as launched from the template it runs under, never as drifted. Only claims of the
-// NodeClass kinds this provider serves are touched.
-func (c *Controller) restamp(ctx context.Context, np *v1.NodePool, claims []v1.NodeClaim) error {
-	hash, version := np.Annotations[v1.NodePoolHashAnnotationKey], np.Annotations[v1.NodePoolHashVersionAnnotationKey]
-	if hash == "" || version != HashVersion {
-		return nil
-	}
+// kinds are the NodeClass kinds the provider serves.
+func (c *Controller) kinds() ([]schema.GroupKind, error) {
 	kinds := make([]schema.GroupKind, 0, len(c.nodeClasses))
 	for _, obj := range c.nodeClasses {
 		gvk, err := apiutil.GVKForObject(obj, c.kube.Scheme())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		kinds = append(kinds, gvk.GroupKind())
+	}
+	return kinds, nil
+}
+
+// mine reports whether the NodePool's status and annotations are this
+// controller's to write. A NodePool of a NodeClass kind the provider does not
+// serve, but the cluster does (Karpenter's EC2NodeClass beside the sim provider),
+// is another controller's: writing our hash, or a Ready it does not share, would
+// have the two rewrite it in turn, and Karpenter provisions only from NodePools it
+// holds Ready. A kind nothing in the cluster serves is ours to report as not
+// supported (see nodeClassReady).
+func (c *Controller) mine(np *v1.NodePool, kinds []schema.GroupKind) (bool, error) {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil || served(kinds, ref) {
+		return true, nil
+	}
+	_, err := c.kube.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.Group, Kind: ref.Kind})
+	switch {
+	case err == nil:
+		return false, nil
+	case meta.IsNoMatchError(err):
+		return true, nil
+	default:
+		return false, fmt.Errorf("NodePool %s: looking up NodeClass kind %s/%s: %w", np.Name, ref.Group, ref.Kind, err)
+	}
+}
+
+func served(kinds []schema.GroupKind, ref *v1.NodeClassReference) bool {
+	return slices.Contains(kinds, schema.GroupKind{Group: ref.Group, Kind: ref.Kind})
+}
+
+// restamp gives the pool's claims stamped by another hash version the pool's
+// current hash and version. Hashes of different versions cannot be compared (the
+// claims of a Karpenter being replaced carry its version), so such a claim is taken
+// as launched from the template it runs under, never as drifted. Only claims of
+// kinds, the NodeClass kinds this provider serves, are touched.
+func (c *Controller) restamp(ctx context.Context, np *v1.NodePool, claims []v1.NodeClaim, kinds []schema.GroupKind) error {
+	hash, version := np.Annotations[v1.NodePoolHashAnnotationKey], np.Annotations[v1.NodePoolHashVersionAnnotationKey]
+	if hash == "" || version != HashVersion {
+		return nil
 	}
 	var errs []error
 	for i := range claims {
@@ -285,12 +335,21 @@ func setCondition(np *v1.NodePool, kind string, ok bool, reason, message string)
 		Message: message, ObservedGeneration: np.Generation})
 }
 
-// nodeClassReady looks the NodeClass up generically (any provider's kind) and reads
-// its Ready condition; a NodeClass without conditions counts as ready once it exists.
-func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool, string, string) {
+// nodeClassReady looks the NodeClass up generically and reads its Ready condition;
+// a NodeClass without conditions counts as ready once it exists. One of a kind
+// not in kinds, the provider's, is not supported.
+func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool, kinds []schema.GroupKind) (bool, string, string) {
 	ref := np.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
 		return false, "NodeClassNotFound", "the template has no nodeClassRef"
+	}
+	if !served(kinds, ref) {
+		supported := make([]string, len(kinds))
+		for i, k := range kinds {
+			supported[i] = fmt.Sprintf("%s (%s)", k.Kind, k.Group)
+		}
+		return false, "NodeClassNotSupported", fmt.Sprintf("NodeClassRef kind %s (%s) is not supported by this cloud provider, which launches from %s",
+			ref.Kind, ref.Group, strings.Join(supported, ", "))
 	}
 	mapping, err := c.kube.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.Group, Kind: ref.Kind})
 	if err != nil {

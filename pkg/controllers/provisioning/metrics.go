@@ -1,7 +1,11 @@
 package provisioning
 
 import (
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/nodetailor/tailor/pkg/metrics"
 )
@@ -26,7 +30,46 @@ var (
 	}, []string{"controller"})
 )
 
+// UnfinishedWork reports karpenter_scheduler_unfinished_work_seconds: how long the
+// scheduling round under way has been running, by controller and round, read at
+// scrape time (a round's series is there only while it runs).
+var UnfinishedWork = &unfinishedWork{clock: clock.RealClock{}, started: map[[2]string]time.Time{}}
+
+var unfinishedWorkDesc = prometheus.NewDesc("karpenter_scheduler_unfinished_work_seconds",
+	"How many seconds of work the scheduling round under way has done, by controller and round.",
+	[]string{"controller", "scheduling_id"}, nil)
+
+type unfinishedWork struct {
+	clock   clock.PassiveClock
+	mu      sync.Mutex
+	started map[[2]string]time.Time
+}
+
+// start records that round began; the returned func ends it.
+func (u *unfinishedWork) start(controller, round string) func() {
+	key := [2]string{controller, round}
+	u.mu.Lock()
+	u.started[key] = u.clock.Now()
+	u.mu.Unlock()
+	return func() {
+		u.mu.Lock()
+		delete(u.started, key)
+		u.mu.Unlock()
+	}
+}
+
+func (u *unfinishedWork) Describe(ch chan<- *prometheus.Desc) { ch <- unfinishedWorkDesc }
+
+func (u *unfinishedWork) Collect(ch chan<- prometheus.Metric) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clock.Now()
+	for key, at := range u.started {
+		ch <- prometheus.MustNewConstMetric(unfinishedWorkDesc, prometheus.GaugeValue, now.Sub(at).Seconds(), key[0], key[1])
+	}
+}
+
 // Collectors are the package's metrics, for the operator to register.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{SchedulingDuration, QueueDepth, UnschedulablePods}
+	return []prometheus.Collector{SchedulingDuration, QueueDepth, UnschedulablePods, UnfinishedWork}
 }

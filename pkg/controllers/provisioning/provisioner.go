@@ -218,11 +218,13 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	p.rounds++
 	round := strconv.FormatUint(p.rounds, 10)
 	QueueDepth.WithLabelValues(ControllerName, round).Set(float64(len(snap.Input.Pods)))
+	done := UnfinishedWork.start(ControllerName, round)
 	want := p.wanted(ctx, snap.Input.Pods)
 	expected := expectedPods(snap.Input.Pods, want, snap.Owned, maxExpected)
 	workloads := func(pods []*corev1.Pod) []scheduling.Demand { return madeDemand(pods, want, snap.Owned, maxExpected) }
 	in, plan, repacked, expectedUsed, err := planWithExpected(snap.Input, &fresh, expected, workloads, lapsed.any(), p.opts.Scheduling)
 	QueueDepth.DeleteLabelValues(ControllerName, round)
+	done()
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,5 +160,35 @@ func TestNodePoolChangeMatters(t *testing.T) {
 		if got := NodePoolChangeMatters(tc.old, tc.new); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// karpenter_scheduler_unfinished_work_seconds reports a round while it runs, for
+// as long as it has run, and not once it ended.
+func TestUnfinishedWork(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	u := &unfinishedWork{clock: clk, started: map[[2]string]time.Time{}}
+	done := u.start(ControllerName, "7")
+	clk.Step(3 * time.Second)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(u)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(families) != 1 || families[0].GetName() != "karpenter_scheduler_unfinished_work_seconds" || len(families[0].Metric) != 1 {
+		t.Fatalf("gathered %v, want one series of karpenter_scheduler_unfinished_work_seconds", families)
+	}
+	m := families[0].Metric[0]
+	labels := map[string]string{}
+	for _, l := range m.Label {
+		labels[l.GetName()] = l.GetValue()
+	}
+	if m.GetGauge().GetValue() != 3 || labels["controller"] != ControllerName || labels["scheduling_id"] != "7" {
+		t.Errorf("series %v = %v, want controller=%s scheduling_id=7 at 3s", labels, m.GetGauge().GetValue(), ControllerName)
+	}
+	done()
+	if families, err = reg.Gather(); err != nil || len(families) != 0 {
+		t.Errorf("after the round: %v, %v; want no series", families, err)
 	}
 }

@@ -8,8 +8,9 @@
 // the NodeClaim go (the karpenter.sh/termination finalizer). A Node that carries the
 // finalizer but has no NodeClaim is drained and released the same way.
 //
-// Only claims whose NodeClass the running provider launches from are touched:
-// another controller's claims keep their finalizer, Node and instance.
+// Only claims whose NodeClass the running provider launches from, and Nodes whose
+// provider ID is of its scheme, are touched: another controller's claims and
+// Nodes keep their finalizer, Node and instance.
 package termination
 
 import (
@@ -190,7 +191,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // finalizer but has no NodeClaim (its claim was removed by hand, or never
 // recorded the launch): drained like any other, its instance terminated if the
 // provider manages it, then the finalizer removed. A Node with a claim is left to
-// the claim's termination.
+// the claim's termination; one whose provider ID is another cloud's, or whose
+// NodePool launches from another provider's NodeClass, to its own controller.
 func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = cpmetrics.WithController(ctx, ControllerName)
 	node := &corev1.Node{}
@@ -198,6 +200,12 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if node.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	// The provider would call another cloud's instance not found, which must not
+	// read as gone: Karpenter, if it runs, drains and releases the node.
+	if id := node.Spec.ProviderID; id != "" && !cloudprovider.OwnsProviderID(c.cloud, id) {
+		log.FromContext(ctx).V(1).Info("leaving a node of another cloud to its own controller", "node", node.Name, "providerID", id)
 		return reconcile.Result{}, nil
 	}
 	if claimed, err := c.claimed(ctx, node); err != nil || claimed {
@@ -209,7 +217,7 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 	}
 	var tgp *metav1.Duration
 	if pool != nil {
-		if !cloudprovider.Manages(c.cloud, &v1.NodeClaim{Spec: v1.NodeClaimSpec{NodeClassRef: pool.Spec.Template.Spec.NodeClassRef}}) {
+		if !cloudprovider.ManagesPool(c.cloud, pool) {
 			return reconcile.Result{}, nil // another controller's node
 		}
 		tgp = pool.Spec.Template.Spec.TerminationGracePeriod
@@ -343,6 +351,9 @@ func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *ti
 	}
 	if plan := PlanDrain(pods.Items, now, until); !plan.Done {
 		return drainRetry, c.apply(ctx, node, plan, now)
+	}
+	if c.tainted.drained(node.UID, now) {
+		nodeDrained(node)
 	}
 	if expired {
 		return 0, nil
@@ -541,6 +552,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, o client.Object) error
 func (c *Controller) evict(ctx context.Context, p *corev1.Pod, now time.Time) {
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	err := c.kube.SubResource("eviction").Create(ctx, p, eviction)
+	evictionRequested(err)
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		c.backoff.forget(p.UID)

@@ -1,10 +1,13 @@
 package termination
 
 import (
+	"errors"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -48,12 +51,49 @@ var (
 		Buckets: []float64{15 * 60, 30 * 60, 45 * 60, 3600, 2 * 3600, 4 * 3600, 6 * 3600, 8 * 3600, 10 * 3600, 12 * 3600, 16 * 3600, 20 * 3600,
 			day, 2 * day, 3 * day, 5 * day, 10 * day, 15 * day, 20 * day, 25 * day, 30 * day},
 	}, []string{"nodepool"})
+	NodesDrained = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpenter_nodes_drained_total",
+		Help: "Nodes whose drain finished, by NodePool.",
+	}, []string{"nodepool"})
+	// PodsEvictionRequests is Karpenter v1.12+'s name; v1.5 called it
+	// karpenter_nodes_eviction_requests_total.
+	PodsEvictionRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpenter_pods_eviction_requests_total",
+		Help: "Eviction API requests made to drain nodes, by the HTTP code of the answer (200 when the pod was evicted).",
+	}, []string{"code"})
 )
 
 // Collectors are the package's metrics, for the operator to register.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{NodeClaimsTerminated, NodeClaimTerminationDuration, InstanceTerminationDuration,
-		NodesTerminated, NodeTerminationDuration, NodeLifetime}
+		NodesTerminated, NodeTerminationDuration, NodeLifetime, NodesDrained, PodsEvictionRequests}
+}
+
+// evictionRequested counts an Eviction API request by the HTTP code it was
+// answered with; a request that got no answer (a timeout, a broken connection) has
+// no code and is not counted.
+func evictionRequested(err error) {
+	if code, ok := evictionCode(err); ok {
+		PodsEvictionRequests.WithLabelValues(code).Inc()
+	}
+}
+
+// evictionCode is the code label of an Eviction API request that returned err:
+// "200" for a granted eviction, as Karpenter labels every success.
+func evictionCode(err error) (string, bool) {
+	if err == nil {
+		return "200", true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code != 0 {
+		return strconv.Itoa(int(status.Status().Code)), true
+	}
+	return "", false
+}
+
+// nodeDrained records a node whose drain just finished.
+func nodeDrained(node *corev1.Node) {
+	NodesDrained.WithLabelValues(node.Labels[v1.NodePoolLabelKey]).Inc()
 }
 
 // nodeReleased records a terminated node, its finalizer just removed.

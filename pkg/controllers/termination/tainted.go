@@ -15,7 +15,11 @@ type taintedNodes struct {
 	nodes map[types.UID]sighting
 }
 
-type sighting struct{ first, last time.Time }
+type sighting struct {
+	first, last time.Time
+	// drained: the node's drain was seen to finish (counted once).
+	drained bool
+}
 
 // taintedForget is how long a node not looked at stays remembered: long past any
 // drain pass interval, so only nodes that went some other way are dropped.
@@ -42,6 +46,23 @@ func (t *taintedNodes) seen(uid types.UID, now time.Time) time.Time {
 		}
 	}
 	return s.first
+}
+
+// drained records that the node's drain finished at now and reports whether it
+// is the first time: later passes (waiting for volumes, or for the instance to go)
+// find it drained again.
+func (t *taintedNodes) drained(uid types.UID, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.nodes[uid]
+	if !ok {
+		s.first = now
+	}
+	s.last = now
+	first := !s.drained
+	s.drained = true
+	t.nodes[uid] = s
+	return first
 }
 
 // forget drops the node: it is terminated.

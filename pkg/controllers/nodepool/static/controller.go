@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
@@ -34,12 +35,14 @@ import (
 // Controller keeps static NodePools at their replicas.
 type Controller struct {
 	kube     client.Client
+	cloud    cloudprovider.CloudProvider
 	recorder record.EventRecorder
 }
 
-// NewController returns the controller.
-func NewController(kube client.Client, recorder record.EventRecorder) *Controller {
-	return &Controller{kube: kube, recorder: recorder}
+// NewController returns the controller. Only NodePools of the NodeClass kinds
+// cloud launches from are kept; another's (Karpenter's) are left to it.
+func NewController(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder) *Controller {
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder}
 }
 
 // Name is the controller's name.
@@ -68,6 +71,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !np.IsStatic() || np.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	// Ready or not (Karpenter keeps its own NodePools' Ready), no claim made for it
+	// would be launched, and its claims are not ours to delete.
+	if !cloudprovider.ManagesPool(c.cloud, np) {
+		log.FromContext(ctx).V(1).Info("leaving a static NodePool of another provider's NodeClass kind to its controller", "nodepool", klog.KObj(np))
 		return reconcile.Result{}, nil
 	}
 	claims, err := c.gather(ctx, np)

@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/testenv"
+	"github.com/nodetailor/tailor/pkg/cloudprovider/fake"
 	"github.com/nodetailor/tailor/pkg/controllers/provisioning"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/scheduling/schedtest"
@@ -27,17 +28,24 @@ import (
 
 var kube client.Client
 
+// cloud is the provider the controller serves: it launches from tailor.sh/SimNodeClass.
+var cloud = fake.New(schedtest.SyntheticTypes(1))
+
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
 
 // staticPool creates a static NodePool whose template labels nodes tier=name, and
-// marks it Ready as the NodePool controller would.
-func staticPool(t *testing.T, name string, replicas int64, limits v1.Limits) *v1.NodePool {
+// marks it Ready as the NodePool controller would; edits change it before it is
+// created.
+func staticPool(t *testing.T, name string, replicas int64, limits v1.Limits, edits ...func(*v1.NodePool)) *v1.NodePool {
 	t.Helper()
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	np.Spec.Replicas = &replicas
 	np.Spec.Limits = limits
 	np.Spec.Template.Labels = map[string]string{"tier": name}
 	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "tailor.sh", Kind: "SimNodeClass", Name: "default"}
+	for _, edit := range edits {
+		edit(np)
+	}
 	if err := kube.Create(t.Context(), np); err != nil {
 		t.Fatalf("creating NodePool %s: %v", name, err)
 	}
@@ -124,7 +132,7 @@ func launch(t *testing.T, nc *v1.NodeClaim, pods int) {
 func TestStaticNodePool(t *testing.T) {
 	ctx := t.Context()
 	rec := record.NewFakeRecorder(100)
-	c := NewController(kube, rec)
+	c := NewController(kube, cloud, rec)
 	staticPool(t, "static", 3, nil)
 
 	reconcilePool(t, c, "static")
@@ -210,7 +218,7 @@ func TestStaticNodePool(t *testing.T) {
 // limits.nodes bounds the count: claims past it are held back, with an event.
 func TestStaticNodePoolWithinNodeLimit(t *testing.T) {
 	rec := record.NewFakeRecorder(100)
-	c := NewController(kube, rec)
+	c := NewController(kube, cloud, rec)
 	staticPool(t, "limited", 4, v1.Limits{"nodes": resource.MustParse("2")})
 	reconcilePool(t, c, "limited")
 	if claims, _ := claimsOf(t, "limited"); len(claims) != 2 {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -172,18 +171,8 @@ func TestPriceRefreshDeadline(t *testing.T) {
 // up, instead of never.
 func TestHTTPAttemptTimeout(t *testing.T) {
 	t.Parallel()
-	fake, err := fakeaws.New(fakeaws.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	cfg := fake.AWSConfig()
-	cfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxBackoff = 20 * time.Millisecond })
-	}
+	fake, cfg := startFake(t, fakeaws.Options{})
+	var err error
 	clients := newClients(cfg, shortDeadline)
 	fake.SetLatency("ec2:DescribeSubnets", time.Hour)
 	timed(t, "DescribeSubnets", func() {

@@ -42,11 +42,10 @@ type testEnv struct {
 	cloud       *CloudProvider
 }
 
-func newTestEnv(t *testing.T, fo fakeaws.Options) *testEnv {
+// startFake starts a fake AWS for the test and the SDK configuration to reach it,
+// with the SDK's standard retryer backing off briefly enough for tests.
+func startFake(t *testing.T, fo fakeaws.Options) (*fakeaws.Server, aws.Config) {
 	t.Helper()
-	if fo.TerminationDelay == 0 {
-		fo.TerminationDelay = 50 * time.Millisecond
-	}
 	fake, err := fakeaws.New(fo)
 	if err != nil {
 		t.Fatal(err)
@@ -56,10 +55,19 @@ func newTestEnv(t *testing.T, fo fakeaws.Options) *testEnv {
 	}
 	t.Cleanup(func() { _ = fake.Close() })
 	cfg := fake.AWSConfig()
-	// The SDK's standard retryer, with backoff short enough for tests.
 	cfg.Retryer = func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxBackoff = 20 * time.Millisecond })
 	}
+	return fake, cfg
+}
+
+func newTestEnv(t *testing.T, fo fakeaws.Options) *testEnv {
+	t.Helper()
+	if fo.TerminationDelay == 0 {
+		fo.TerminationDelay = 50 * time.Millisecond
+	}
+	fake, cfg := startFake(t, fo)
+	var err error
 	e := &testEnv{fake: fake, clients: NewClients(cfg), clock: clocktesting.NewFakeClock(time.Now()),
 		opts: Options{ClusterName: fake.Cluster().Name, Region: fake.Region(), VMMemoryOverheadPercent: allocatable.DefaultVMMemoryOverheadPercent}}
 	e.prices, err = NewPriceBook(e.opts.Region, e.clients.Pricing, e.clients.EC2, e.clock, 12*time.Hour, 5*time.Minute)

@@ -34,12 +34,7 @@ func newTaintedNodes() *taintedNodes {
 func (t *taintedNodes) seen(uid types.UID, now time.Time) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s, ok := t.nodes[uid]
-	if !ok {
-		s.first = now
-	}
-	s.last = now
-	t.nodes[uid] = s
+	s := t.touch(uid, now)
 	for id, old := range t.nodes {
 		if now.Sub(old.last) > taintedForget {
 			delete(t.nodes, id)
@@ -54,15 +49,23 @@ func (t *taintedNodes) seen(uid types.UID, now time.Time) time.Time {
 func (t *taintedNodes) drained(uid types.UID, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	s := t.touch(uid, now)
+	first := !s.drained
+	s.drained = true
+	t.nodes[uid] = s
+	return first
+}
+
+// touch records the node as looked at now (first seen now if new) and returns
+// its sighting; t.mu is held.
+func (t *taintedNodes) touch(uid types.UID, now time.Time) sighting {
 	s, ok := t.nodes[uid]
 	if !ok {
 		s.first = now
 	}
 	s.last = now
-	first := !s.drained
-	s.drained = true
 	t.nodes[uid] = s
-	return first
+	return s
 }
 
 // forget drops the node: it is terminated.

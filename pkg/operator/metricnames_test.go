@@ -57,6 +57,7 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_pods_unstarted_time_seconds":   {"name", "namespace"},
 	"karpenter_pods_unbound_time_seconds":     {"name", "namespace"},
 	"karpenter_pods_eviction_requests_total":  {"code"},
+	"karpenter_pods_drained_total":            {"reason"},
 
 	"karpenter_nodepools_usage":               {"nodepool", "resource_type"},
 	"karpenter_nodepools_limit":               {"nodepool", "resource_type"},

@@ -153,7 +153,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
-		wait, err := c.drainNode(ctx, node, claimDeadline(nc, node))
+		wait, err := c.drainNode(ctx, node, claimDeadline(nc, node), disruptionReason(nc))
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -222,7 +222,7 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 		}
 		tgp = pool.Spec.Template.Spec.TerminationGracePeriod
 	}
-	wait, err := c.drainNode(ctx, node, deadline(node, tgp))
+	wait, err := c.drainNode(ctx, node, deadline(node, tgp), "")
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -320,7 +320,9 @@ func claimDeadline(nc *v1.NodeClaim, node *corev1.Node) *time.Time {
 // drainNode takes one step of a node's drain and returns how long to wait before
 // the next, or 0 once the node is drained and its volumes detached (or the cloud
 // reports its instance gone).
-func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *time.Time) (time.Duration, error) {
+// reason is why the node is disrupted (its claim's DisruptionReason), for the
+// drained-pods count.
+func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *time.Time, reason string) (time.Duration, error) {
 	if gone, err := c.deadNode(ctx, node); err != nil || gone {
 		return 0, err
 	}
@@ -340,7 +342,7 @@ func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *ti
 		return 0, err
 	}
 	if plan := PlanDrain(pods.Items, now, until); !plan.Done {
-		return drainRetry, c.apply(ctx, node, plan, now)
+		return drainRetry, c.apply(ctx, node, plan, now, reason)
 	}
 	if left := settleLeft(tainted, now); left > 0 {
 		return left, nil
@@ -350,7 +352,7 @@ func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *ti
 		return 0, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
 	if plan := PlanDrain(pods.Items, now, until); !plan.Done {
-		return drainRetry, c.apply(ctx, node, plan, now)
+		return drainRetry, c.apply(ctx, node, plan, now, reason)
 	}
 	if c.tainted.drained(node.UID, now) {
 		nodeDrained(node)
@@ -401,12 +403,12 @@ func ready(node *corev1.Node) bool {
 }
 
 // apply carries out one drain pass.
-func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Drain, now time.Time) error {
+func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Drain, now time.Time, reason string) error {
 	log.FromContext(ctx).V(1).Info("draining", "node", node.Name, "evicting", len(plan.Evict), "deleting", len(plan.Delete),
 		"waiting", len(plan.Waiting), "why", plan.Why)
 	for _, p := range plan.Evict {
 		if c.backoff.due(p.UID, now) {
-			c.evict(ctx, p, now)
+			c.evict(ctx, p, now, reason)
 		}
 	}
 	for _, p := range plan.Delete {
@@ -549,10 +551,13 @@ func (c *Controller) removeFinalizer(ctx context.Context, o client.Object) error
 	return client.IgnoreNotFound(c.kube.Patch(ctx, o, patch))
 }
 
-func (c *Controller) evict(ctx context.Context, p *corev1.Pod, now time.Time) {
+func (c *Controller) evict(ctx context.Context, p *corev1.Pod, now time.Time, reason string) {
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	err := c.kube.SubResource("eviction").Create(ctx, p, eviction)
 	evictionRequested(err)
+	if err == nil {
+		PodsDrained.WithLabelValues(reason).Inc()
+	}
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		c.backoff.forget(p.UID)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/metrics"
@@ -55,6 +56,10 @@ var (
 		Name: "karpenter_nodes_drained_total",
 		Help: "Nodes whose drain finished, by NodePool.",
 	}, []string{"nodepool"})
+	PodsDrained = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpenter_pods_drained_total",
+		Help: "Pods evicted to drain nodes, by the reason the node was disrupted (its NodeClaim's DisruptionReason; empty when none was recorded).",
+	}, []string{"reason"})
 	// PodsEvictionRequests is Karpenter v1.12+'s name; v1.5 called it
 	// karpenter_nodes_eviction_requests_total.
 	PodsEvictionRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -66,7 +71,7 @@ var (
 // Collectors are the package's metrics, for the operator to register.
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{NodeClaimsTerminated, NodeClaimTerminationDuration, InstanceTerminationDuration,
-		NodesTerminated, NodeTerminationDuration, NodeLifetime, NodesDrained, PodsEvictionRequests}
+		NodesTerminated, NodeTerminationDuration, NodeLifetime, NodesDrained, PodsEvictionRequests, PodsDrained}
 }
 
 // evictionRequested counts an Eviction API request by the HTTP code it was
@@ -113,7 +118,16 @@ func claimReleased(nc *v1.NodeClaim, now time.Time) {
 	if nc.DeletionTimestamp != nil {
 		NodeClaimTerminationDuration.WithLabelValues(pool).Observe(now.Sub(nc.DeletionTimestamp.Time).Seconds())
 	}
-	if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInstanceTerminating); c != nil && c.Status == "True" {
+	if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInstanceTerminating); c != nil && c.Status == metav1.ConditionTrue {
 		InstanceTerminationDuration.WithLabelValues(pool).Observe(now.Sub(c.LastTransitionTime.Time).Seconds())
 	}
+}
+
+// disruptionReason is why the claim is disrupted, as the disruption controller
+// recorded it (the DisruptionReason condition), or "".
+func disruptionReason(nc *v1.NodeClaim) string {
+	if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeDisruptionReason); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	return ""
 }

@@ -70,6 +70,19 @@ func TestEvictionRequestsAreCountedByCode(t *testing.T) {
 		pods := &corev1.PodList{}
 		return cached.List(ctx, pods, client.MatchingFields{NodeNameIndex: node.Name}) == nil && len(pods.Items) == 2
 	})
+	// Disruption records why the claim goes: the pods drained are counted under it.
+	patch := client.MergeFrom(nc.DeepCopy())
+	nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
+		Reason: string(v1.DisruptionReasonDrifted), LastTransitionTime: metav1.Now()})
+	if err := direct.Status().Patch(t.Context(), nc, patch); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the cache shows the disruption reason", func(ctx context.Context) bool {
+		got := &v1.NodeClaim{}
+		return cached.Get(ctx, client.ObjectKeyFromObject(nc), got) == nil && disruptionReason(got) == string(v1.DisruptionReasonDrifted)
+	})
+	drained := func() float64 { return testutil.ToFloat64(PodsDrained.WithLabelValues(string(v1.DisruptionReasonDrifted))) }
+	drainedBefore := drained()
 	granted, refused := evictions("200"), evictions("429")
 	e.deleteObj(nc)
 	e.reconcileUntil("the guarded pod refused", e.c.Reconcile, nc.Name, func(ctx context.Context) bool {
@@ -86,6 +99,9 @@ func TestEvictionRequestsAreCountedByCode(t *testing.T) {
 	e.reconcileUntil("the claim terminated", e.c.Reconcile, nc.Name, func(ctx context.Context) bool { return gone(ctx, nc) })
 	if got := evictions("200") - granted; got != 2 {
 		t.Errorf("karpenter_pods_eviction_requests_total{code=\"200\"} rose by %v, want 2", got)
+	}
+	if got := drained() - drainedBefore; got != 2 {
+		t.Errorf("karpenter_pods_drained_total{reason=\"Drifted\"} rose by %v, want 2", got)
 	}
 }
 

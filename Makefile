@@ -59,6 +59,9 @@ lint vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	@go mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
+	@# The chart and image modules import the main module (hack/chart also internal/fakeaws):
+	@# a new import there changes what they need.
+	@for m in hack/chart hack/image; do (cd $$m && go mod tidy -diff) || { echo "$$m: go.mod or go.sum is not tidy: cd $$m && go mod tidy"; exit 1; }; done
 
 ## test: builds the tools if needed, checks formatting, vet and generated files, then
 ## runs every test with the race detector, and the differential test against the

@@ -81,7 +81,9 @@ func TestEvictionRequestsAreCountedByCode(t *testing.T) {
 		got := &v1.NodeClaim{}
 		return cached.Get(ctx, client.ObjectKeyFromObject(nc), got) == nil && disruptionReason(got) == string(v1.DisruptionReasonDrifted)
 	})
-	drained := func() float64 { return testutil.ToFloat64(PodsDrained.WithLabelValues(string(v1.DisruptionReasonDrifted))) }
+	drained := func() float64 {
+		return testutil.ToFloat64(PodsDrained.WithLabelValues(string(v1.DisruptionReasonDrifted)))
+	}
 	drainedBefore := drained()
 	granted, refused := evictions("200"), evictions("429")
 	e.deleteObj(nc)

@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,8 +148,29 @@ func runAWSController(t *testing.T, fake *fakeaws.Server, edit func(*Options)) s
 		if err := <-done; err != nil {
 			t.Errorf("controller: %v", err)
 		}
+		if t.Failed() && env.logPath != "" {
+			t.Logf("the end of the controllers' log (%s), errors first:\n%s", env.logPath, logErrorsAndTail(env.logPath, 40))
+		}
 	})
 	return cluster
+}
+
+// logErrorsAndTail is the last 40 error lines of the log at path, then its last n
+// lines.
+func logErrorsAndTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	var errs []string
+	for _, l := range lines {
+		if strings.Contains(l, `"level":"error"`) {
+			errs = append(errs, l)
+		}
+	}
+	errs = errs[max(0, len(errs)-40):]
+	return strings.Join(errs, "\n") + "\n--- last lines:\n" + strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // awsNodePool creates an EC2NodeClass as Karpenter's examples have it and a

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodetailor/tailor/internal/localcluster"
@@ -19,6 +20,8 @@ import (
 var env struct {
 	cluster *localcluster.Cluster
 	kube    client.Client
+	// logPath is the file the controllers of the tests log to.
+	logPath string
 }
 
 func TestMain(m *testing.M) {
@@ -28,7 +31,17 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	env.cluster, env.kube = cluster, kube
+	// The controllers the tests run log to a file, which a failing AWS test
+	// shows the end of (see runAWSController).
+	if f, err := os.CreateTemp("", "tailor-operator-test-*.log"); err == nil {
+		env.logPath = f.Name()
+		logger, _ := NewLogger(f, "debug")
+		ctrl.SetLogger(logger)
+	}
 	code := m.Run()
+	if env.logPath != "" {
+		_ = os.Remove(env.logPath)
+	}
 	stop()
 	os.Exit(code)
 }

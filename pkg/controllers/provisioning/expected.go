@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -49,22 +50,10 @@ const expectedPrefix = "~expected-"
 // its first pending pod that has no volume claim of its own (a copy would share
 // it). At most limit in all.
 func expectedPods(pending []*corev1.Pod, want map[types.UID]int32, have map[types.UID]int, limit int) []*corev1.Pod {
-	templates := map[types.UID]*corev1.Pod{}
-	var owners []types.UID
-	for _, p := range pending {
-		owner := metav1.GetControllerOf(p)
-		if owner == nil || templates[owner.UID] != nil || ownClaims(p) {
-			continue
-		}
-		templates[owner.UID] = p
-		owners = append(owners, owner.UID)
-	}
-	slices.Sort(owners)
 	var out []*corev1.Pod
-	for _, uid := range owners {
-		missing := int(want[uid]) - have[uid]
-		for i := range min(missing, limit-len(out)) {
-			out = append(out, expectedCopy(templates[uid], i))
+	for _, o := range byOwner(pending, func(p *corev1.Pod) bool { return !ownClaims(p) }) {
+		for i := range min(int(want[o.uid])-have[o.uid], limit-len(out)) {
+			out = append(out, expectedCopy(o.first, i))
 		}
 	}
 	return out
@@ -77,30 +66,45 @@ func expectedPods(pending []*corev1.Pod, want map[types.UID]int32, have map[type
 // those that suit the part (for pods of one size the cheapest node type depends
 // on how many there are). At most limit in all.
 func madeDemand(pods []*corev1.Pod, want map[types.UID]int32, have map[types.UID]int, limit int) []scheduling.Demand {
-	templates := map[types.UID]*corev1.Pod{}
-	planned := map[types.UID]int{}
-	var owners []types.UID
-	for _, p := range pods {
-		owner := metav1.GetControllerOf(p)
-		if owner == nil {
-			continue
-		}
-		if _, ok := want[owner.UID]; !ok {
-			continue
-		}
-		if planned[owner.UID]++; planned[owner.UID] == 1 {
-			templates[owner.UID] = p
-			owners = append(owners, owner.UID)
-		}
-	}
-	slices.Sort(owners)
 	var out []scheduling.Demand
-	for _, uid := range owners {
-		if n := min(have[uid]-planned[uid], limit); n > 0 {
-			out = append(out, scheduling.Demand{Pod: templates[uid], Count: n})
+	for _, o := range byOwner(pods, nil) {
+		if _, ok := want[o.uid]; !ok {
+			continue
+		}
+		if n := min(have[o.uid]-o.count, limit); n > 0 {
+			out = append(out, scheduling.Demand{Pod: o.first, Count: n})
 			limit -= n
 		}
 	}
+	return out
+}
+
+// ownerPods are the pods of one controlling owner: its first, and how many.
+type ownerPods struct {
+	uid   types.UID
+	first *corev1.Pod
+	count int
+}
+
+// byOwner groups the pods that have a controlling owner (and that keep admits,
+// when set) by that owner, in the order of the owners' UIDs.
+func byOwner(pods []*corev1.Pod, keep func(*corev1.Pod) bool) []*ownerPods {
+	index := map[types.UID]*ownerPods{}
+	var out []*ownerPods
+	for _, p := range pods {
+		owner := metav1.GetControllerOf(p)
+		if owner == nil || keep != nil && !keep(p) {
+			continue
+		}
+		o := index[owner.UID]
+		if o == nil {
+			o = &ownerPods{uid: owner.UID, first: p}
+			index[owner.UID] = o
+			out = append(out, o)
+		}
+		o.count++
+	}
+	slices.SortFunc(out, func(a, b *ownerPods) int { return strings.Compare(string(a.uid), string(b.uid)) })
 	return out
 }
 

@@ -305,44 +305,46 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	return errors.Join(err, p.waitForCache(ctx, created))
 }
 
-// planWithExpected plans for the pods still to place together with the pods
-// their owners are still to make (see expectedPods), new nodes sized for the
-// whole of their workloads (the demand, from the pods of an input), and drops
-// from the plan what it holds for the expected pods alone. Should that leave pods unschedulable, it plans
-// without them too and keeps that plan if it places more (the expected pods may
-// have taken the room up to a limit). It returns the
-// input of the plan it kept, and how many expected pods that input holds.
+// planWithExpected plans for the pods still to place together with the pods their
+// owners are still to make (see expectedPods), new nodes sized for the whole of
+// their workloads (demand, of an input's pods; nil for none), and drops from the
+// plan what it holds for the expected pods alone. The expected pods take room, so
+// when the plan leaves pods unschedulable (the expected ones took the room up to a
+// limit, say), it plans without them too and keeps whichever places more. It
+// returns the input of the plan it kept, and how many expected pods that holds.
 func planWithExpected(pinned, fresh *scheduling.Input, expected []*corev1.Pod, demand func([]*corev1.Pod) []scheduling.Demand, lapsed bool, opts scheduling.Options) (
 	in *scheduling.Input, plan *scheduling.Plan, repacked bool, expectedUsed int, err error) {
-	if len(expected) > 0 || demand != nil {
-		with := func(in *scheduling.Input) *scheduling.Input {
-			c := *in
+	with := func(in *scheduling.Input) *scheduling.Input {
+		c := *in
+		if demand != nil {
+			c.Demand = demand(in.Pods)
+		}
+		if len(expected) > 0 {
 			c.Pods = append(slices.Clone(in.Pods), expected...)
-			if demand != nil {
-				c.Demand = demand(in.Pods)
-			}
-			return &c
 		}
-		in, plan, repacked, err = planPods(with(pinned), with(fresh), lapsed, opts)
-		if err != nil {
-			return nil, nil, false, 0, err
-		}
-		uids := make(map[types.UID]bool, len(expected))
-		for _, p := range expected {
-			uids[p.UID] = true
-		}
-		withoutExpected(plan, uids)
-		if len(plan.Unschedulable) == 0 {
-			return in, plan, repacked, len(expected), nil
-		}
-		in2, plan2, repacked2, err := planPods(pinned, fresh, lapsed, opts)
-		if err != nil || len(plan2.Unschedulable) >= len(plan.Unschedulable) {
-			return in, plan, repacked, len(expected), nil
-		}
-		return in2, plan2, repacked2, 0, nil
+		return &c
 	}
-	in, plan, repacked, err = planPods(pinned, fresh, lapsed, opts)
-	return in, plan, repacked, 0, err
+	pinnedWith, freshWith := with(pinned), with(fresh)
+	if len(expected) == 0 && len(pinnedWith.Demand) == 0 && len(freshWith.Demand) == 0 {
+		in, plan, repacked, err = planPods(pinned, fresh, lapsed, opts)
+		return in, plan, repacked, 0, err
+	}
+	if in, plan, repacked, err = planPods(pinnedWith, freshWith, lapsed, opts); err != nil {
+		return nil, nil, false, 0, err
+	}
+	uids := make(map[types.UID]bool, len(expected))
+	for _, p := range expected {
+		uids[p.UID] = true
+	}
+	withoutExpected(plan, uids)
+	if len(expected) == 0 || len(plan.Unschedulable) == 0 {
+		return in, plan, repacked, len(expected), nil
+	}
+	in2, plan2, repacked2, err := planPods(pinned, fresh, lapsed, opts)
+	if err != nil || len(plan2.Unschedulable) >= len(plan.Unschedulable) {
+		return in, plan, repacked, len(expected), nil
+	}
+	return in2, plan2, repacked2, 0, nil
 }
 
 // planPods plans for the pods still to place (pinned: the waiting pods hold their

@@ -32,6 +32,7 @@ import (
 	disruptionctl "github.com/nodetailor/tailor/pkg/controllers/disruption"
 	"github.com/nodetailor/tailor/pkg/controllers/interruption"
 	"github.com/nodetailor/tailor/pkg/controllers/node/health"
+	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/expiration"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim/lifecycle"
@@ -234,8 +235,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// The provisioner records an event per pod it plans for, a thousand at once in a
 	// large batch: they go out at a steady pace (see package events).
 	podEvents := events.NewPaced(recorder, PodEventsPerSecond, 2*PodEventsPerSecond, 50_000)
+	// A batch's nodes register smallest first (see nodeclaim.ReleaseOrder).
+	release := nodeclaim.NewReleaseOrder(clk)
 	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, podEvents, clk,
-		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling})
+		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling}).OrderReleases(release)
 
 	opts.Disruption.SpotToSpotConsolidation = opts.FeatureGates.SpotToSpotConsolidation
 	opts.Disruption.Scheduling = opts.Scheduling
@@ -248,7 +251,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}},
 		provisioner,
 		provisioning.NewPodTrigger(kube, provisioner),
-		lifecycle.NewController(kube, cloud, unavailable, recorder, clk),
+		lifecycle.NewController(kube, cloud, unavailable, recorder, clk).OrderReleases(release),
 		termination.NewController(kube, mgr.GetAPIReader(), cloud, recorder, clk),
 		garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval),
 		nodepool.NewController(kube, opts.FeatureGates.StaticCapacity, prov.nodeClass),

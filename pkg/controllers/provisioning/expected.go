@@ -65,10 +65,21 @@ func expectedPods(pending []*corev1.Pod, want map[types.UID]int32, have map[type
 // part of a workload planned now gets the nodes a plan of the whole would, not
 // those that suit the part (for pods of one size the cheapest node type depends
 // on how many there are). At most limit in all.
-func madeDemand(pods []*corev1.Pod, want map[types.UID]int32, have map[types.UID]int, limit int) []scheduling.Demand {
+//
+// Only the owners of a pod planned for the first time count (replanned says which
+// pods were planned before). A pod planned again has lost its room (the
+// kube-scheduler gave it to another pod) while the rest of its workload has its
+// nodes: sizing the node for it by the whole workload buys a node for pods that
+// do not need one (in the mix of four shapes, three such nodes cost 29% more than
+// the plan).
+func madeDemand(pods []*corev1.Pod, want map[types.UID]int32, have map[types.UID]int, replanned map[types.UID]bool, limit int) []scheduling.Demand {
+	arriving := map[types.UID]bool{}
+	for _, o := range byOwner(pods, func(p *corev1.Pod) bool { return !replanned[p.UID] }) {
+		arriving[o.uid] = true
+	}
 	var out []scheduling.Demand
 	for _, o := range byOwner(pods, nil) {
-		if _, ok := want[o.uid]; !ok {
+		if _, ok := want[o.uid]; !ok || !arriving[o.uid] {
 			continue
 		}
 		if n := min(have[o.uid]-o.count, limit); n > 0 {

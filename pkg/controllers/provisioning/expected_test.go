@@ -231,11 +231,19 @@ func TestMadeDemand(t *testing.T) {
 		ownedBy(pod("job-a", "1"), "Job", "job"), ownedBy(pod("unknown-a", "1"), "ReplicaSet", "unknown"), pod("bare", "1")}
 	want := map[k8stypes.UID]int32{"web": 10, "job": 1}
 	have := map[k8stypes.UID]int{"web": 7, "job": 1, "unknown": 50}
-	got := madeDemand(planned, want, have, 100)
+	got := madeDemand(planned, want, have, nil, 100)
 	if len(got) != 1 || got[0].Count != 5 || got[0].Pod.Name != "web-a" {
 		t.Fatalf("demand %+v, want web's 5 made pods not planned now, as web-a (the job has no others; unknown owners are not read)", got)
 	}
-	if got := madeDemand(planned, want, have, 3); len(got) != 1 || got[0].Count != 3 {
+	if got := madeDemand(planned, want, have, nil, 3); len(got) != 1 || got[0].Count != 3 {
 		t.Errorf("demand %+v, want it cut at the limit, 3", got)
+	}
+	// web-a lost its room and is planned again: web's other pods have theirs, and
+	// web-a's node is not sized for them; web-b is new, and web counts again.
+	if got := madeDemand(planned[:1], want, have, map[k8stypes.UID]bool{planned[0].UID: true}, 100); len(got) != 0 {
+		t.Errorf("demand %+v for a pod planned again, want none", got)
+	}
+	if got := madeDemand(planned, want, have, map[k8stypes.UID]bool{planned[0].UID: true}, 100); len(got) != 1 || got[0].Count != 5 {
+		t.Errorf("demand %+v beside a new pod of web, want web's 5", got)
 	}
 }

@@ -22,7 +22,9 @@ import (
 // planned for at once.
 const NominationGrace = 20 * time.Second
 
-// nomination says which NodeClaim holds the room for a pending pod, since when.
+// nomination says which NodeClaim holds the room for a pending pod, since when. A
+// nomination of no claim holds a pod whose room was taken while other planned
+// nodes were still coming, since it was taken (see reserve).
 type nomination struct {
 	claim string
 	at    time.Time
@@ -37,6 +39,14 @@ type nominations map[k8stypes.UID]nomination
 // pending pods still to plan for. A nomination lapses when its claim is gone or
 // going, when the pod is no longer pending, and once the claim's node is up, when
 // the pod no longer fits beside the pods bound there or NominationGrace passed.
+//
+// A pod whose room was taken is not planned for while other pods still wait for
+// their planned nodes (for NominationGrace at most): the kube-scheduler places pods
+// by its own scoring as the nodes come up, so the pod that took this room leaves
+// its own elsewhere, and so on until the last waiting pod is placed. Planned in the
+// middle of that, the pod finds room held for pods that will go elsewhere and gets
+// a node of its own; afterwards the kube-scheduler has most often placed it
+// already, and what is left is planned into the room truly left.
 func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now time.Time) ([]*corev1.Pod, lapses) {
 	nodes := claimNodes(in, claims)
 	byName := map[string]*v1.NodeClaim{}
@@ -44,13 +54,35 @@ func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now t
 		byName[nc.Name] = nc
 	}
 	pending := make(map[k8stypes.UID]bool, len(in.Pods))
-	out := in.Pods[:0:0]
+	outcomes := make([]outcome, len(in.Pods))
 	var lapsed lapses
-	for _, pod := range in.Pods {
+	coming := false
+	for i, pod := range in.Pods {
 		pending[pod.UID] = true
-		if !n.wait(pod, byName, nodes, now, &lapsed) {
-			out = append(out, pod)
+		outcomes[i] = n.wait(pod, byName, nodes, now, &lapsed)
+		coming = coming || outcomes[i] == waits
+	}
+	out := in.Pods[:0:0]
+	for i, pod := range in.Pods {
+		switch nom := n[pod.UID]; outcomes[i] {
+		case waits:
+			continue
+		case roomTaken:
+			if coming {
+				n[pod.UID] = nomination{at: now}
+				lapsed.Held++
+				continue
+			}
+			delete(n, pod.UID)
+		case heldBack:
+			if coming && now.Sub(nom.at) < NominationGrace {
+				lapsed.Held++
+				continue
+			}
+			delete(n, pod.UID)
+			lapsed.Released++
 		}
+		out = append(out, pod)
 	}
 	for uid := range n {
 		if !pending[uid] {
@@ -60,23 +92,58 @@ func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now t
 	return out, lapsed
 }
 
-// lapses count the nominations that lapsed in a reserve, by cause, for the log.
-type lapses struct {
-	ClaimGone, Grace, RoomTaken int
+// outcome is what became of a pending pod's nomination in a reserve.
+type outcome int
+
+const (
+	// toPlan: it has none, or it lapsed.
+	toPlan outcome = iota
+	// waits on its claim's node, holding its room there.
+	waits
+	// roomTaken: its claim's node is up and the room is taken.
+	roomTaken
+	// heldBack since its room was taken.
+	heldBack
+)
+
+// holding reports pods held back after their room was taken (see reserve).
+func (n nominations) holding() bool {
+	for _, nom := range n {
+		if nom.claim == "" {
+			return true
+		}
+	}
+	return false
 }
 
-func (l lapses) any() bool { return l.ClaimGone+l.Grace+l.RoomTaken > 0 }
+// held reports whether pod is held back after its room was taken.
+func (n nominations) held(pod *corev1.Pod) bool {
+	nom, ok := n[pod.UID]
+	return ok && nom.claim == ""
+}
 
-func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, now time.Time, lapsed *lapses) bool {
+// lapses count the nominations that lapsed in a reserve, by cause, for the log;
+// Held are the pods whose room was taken held back for the nodes still coming,
+// Released those planned for now that the wait is over.
+type lapses struct {
+	ClaimGone, Grace, RoomTaken, Held, Released int
+}
+
+func (l lapses) any() bool { return l.ClaimGone+l.Grace+l.RoomTaken+l.Released > 0 }
+
+func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, now time.Time, lapsed *lapses) outcome {
 	nom, ok := n[pod.UID]
 	if !ok {
-		return false
+		return toPlan
+	}
+	if nom.claim == "" {
+		return heldBack
 	}
 	nc, node := claims[nom.claim], nodes[nom.claim]
 	if nc == nil || nc.DeletionTimestamp != nil || node == nil {
 		delete(n, pod.UID)
 		lapsed.ClaimGone++
-		return false
+		return toPlan
 	}
 	if up := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); up != nil && up.Status == metav1.ConditionTrue {
 		since := nom.at
@@ -84,18 +151,17 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 			since = up.LastTransitionTime.Time
 		}
 		if !fits(node, pod) {
-			delete(n, pod.UID)
 			lapsed.RoomTaken++
-			return false
+			return roomTaken
 		}
 		if now.Sub(since) > NominationGrace {
 			delete(n, pod.UID)
 			lapsed.Grace++
-			return false
+			return toPlan
 		}
 	}
 	node.Pods = append(node.Pods, pod)
-	return true
+	return waits
 }
 
 // nominate records that pod waits for claim, from now.
@@ -162,4 +228,9 @@ func fits(node *scheduling.Node, pod *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// claimUp reports a claim whose node is initialized.
+func claimUp(nc *v1.NodeClaim) bool {
+	return meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized)
 }

@@ -186,6 +186,50 @@ func TestReserve(t *testing.T) {
 	}
 }
 
+// A pod whose room was taken while another pod still waits for its node is held
+// back, neither planned nor holding room, until no pod waits any more or
+// NominationGrace passed; then it is planned with the room truly left.
+func TestRoomTakenWhileOthersWaitIsHeldBack(t *testing.T) {
+	claims := []*v1.NodeClaim{
+		claim("x", "2", registered("sim:///z/i-x", "i-x"), initialized(t0)),
+		claim("y", "2"), // still launching
+	}
+	nodes := func() []*scheduling.Node {
+		return []*scheduling.Node{node("i-x", "sim:///z/i-x", "2", pod("taker", "1500m"))}
+	}
+	a, b := pod("a", "1"), pod("b", "1")
+	n := nominations{}
+	n.nominate(a, "x", t0)
+	n.nominate(b, "y", t0)
+	in := input(claims, nodes(), a, b)
+	plan, lapsed := n.reserve(in, claims, t0.Add(time.Second))
+	if len(plan) != 0 || lapsed.RoomTaken != 1 || lapsed.Held != 1 || !n.held(a) || !n.holding() {
+		t.Fatalf("to plan %v, lapses %+v, a held %v; want a held back while b waits for y", names(plan), lapsed, n.held(a))
+	}
+	if on := names(claimNodes(in, claims)["x"].Pods); len(on) != 1 {
+		t.Errorf("x holds %v: a held back keeps no room", on)
+	}
+	// Still held a while later, as b still waits.
+	if plan, lapsed = n.reserve(input(claims, nodes(), a, b), claims, t0.Add(5*time.Second)); len(plan) != 0 || lapsed.Held != 1 {
+		t.Errorf("to plan %v, lapses %+v; want a still held back", names(plan), lapsed)
+	}
+	// b was placed: nothing waits, and a is planned.
+	plan, lapsed = n.reserve(input(claims, nodes(), a), claims, t0.Add(6*time.Second))
+	if cmpNames(names(plan), []string{"a"}) || lapsed.Released != 1 || !lapsed.any() || n.holding() {
+		t.Errorf("to plan %v, lapses %+v; want a released once b no longer waits", names(plan), lapsed)
+	}
+
+	// Held back past NominationGrace, a pod is planned even while others wait.
+	n = nominations{}
+	n.nominate(a, "x", t0)
+	n.nominate(b, "y", t0)
+	n.reserve(input(claims, nodes(), a, b), claims, t0.Add(time.Second))
+	plan, lapsed = n.reserve(input(claims, nodes(), a, b), claims, t0.Add(time.Second+NominationGrace))
+	if cmpNames(names(plan), []string{"a"}) || lapsed.Released != 1 {
+		t.Errorf("to plan %v, lapses %+v; want a planned after the grace", names(plan), lapsed)
+	}
+}
+
 func cmpNames(a, b []string) bool {
 	if len(a) != len(b) {
 		return true
@@ -243,25 +287,34 @@ func TestPlanPodsRepacksDisplacedPods(t *testing.T) {
 	c := pod("c", "1500m")
 	claims := []*v1.NodeClaim{
 		claim("x", "2", registered("sim:///z/i-x", "i-x"), initialized(t0)),
-		claim("y", "2", registered("sim:///z/i-y", "i-y"), initialized(t0)),
+		claim("y", "2", registered("sim:///z/i-y", "i-y"), initialized(t0.Add(2*time.Second))),
 	}
 	a, b, d := pod("a", "1"), pod("b", "1"), pod("d", "500m")
+	// a and b are held back while d waits for y, and planned once NominationGrace
+	// passed with d still waiting (see TestRoomTakenWhileOthersWaitIsHeldBack).
 	snapshot := func() (*scheduling.Input, *scheduling.Input, lapses) {
-		in := input(claims, []*scheduling.Node{node("i-x", "sim:///z/i-x", "2", c), node("i-y", "sim:///z/i-y", "2")}, a, b, d)
-		in.NodePools = pools
-		fresh := *in
-		fresh.Nodes = cloneNodes(in.Nodes)
+		in := func() *scheduling.Input {
+			in := input(claims, []*scheduling.Node{node("i-x", "sim:///z/i-x", "2", c), node("i-y", "sim:///z/i-y", "2")}, a, b, d)
+			in.NodePools = pools
+			return in
+		}
 		n := nominations{}
 		n.nominate(a, "x", t0)
 		n.nominate(b, "x", t0)
 		n.nominate(d, "y", t0)
+		if _, held := n.reserve(in(), claims, t0.Add(time.Second)); held.RoomTaken != 2 || held.Held != 2 {
+			t.Fatalf("lapsed %+v, want a and b's room taken and both held back", held)
+		}
+		pinned := in()
+		fresh := *pinned
+		fresh.Nodes = cloneNodes(pinned.Nodes)
 		var lapsed lapses
-		in.Pods, lapsed = n.reserve(in, claims, t0.Add(time.Second))
-		return in, &fresh, lapsed
+		pinned.Pods, lapsed = n.reserve(pinned, claims, t0.Add(time.Second+NominationGrace))
+		return pinned, &fresh, lapsed
 	}
 	pinned, fresh, lapsed := snapshot()
-	if lapsed.RoomTaken != 2 {
-		t.Fatalf("lapsed %+v, want a and b's room taken", lapsed)
+	if lapsed.Released != 2 || len(pinned.Pods) != 2 {
+		t.Fatalf("lapsed %+v, to plan %v; want a and b planned after the grace, d still waiting", lapsed, names(pinned.Pods))
 	}
 	in, plan, repacked, err := planPods(pinned, fresh, lapsed.any(), scheduling.Options{})
 	if err != nil {

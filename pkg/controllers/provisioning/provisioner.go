@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -66,6 +67,9 @@ type Provisioner struct {
 	// nominated remembers the claim holding the room for each pending pod; only
 	// the provisioning loop touches it.
 	nominated nominations
+	// planned holds the pending pods that were nominated before: a pod planned
+	// again does not size new nodes for its whole workload (see madeDemand).
+	planned map[types.UID]bool
 	// batchOpened and batchClosed time the last batch window, for the log.
 	batchOpened, batchClosed time.Time
 	// refused says the last batch held claims back at a limit: the pods are still
@@ -77,13 +81,22 @@ type Provisioner struct {
 	// rounds counts scheduling rounds, for karpenter_scheduler_queue_depth's
 	// scheduling_id.
 	rounds uint64
+	// release records each batch's claims in the order their nodes are to
+	// register (see nodeclaim.ReleaseOrder); nil records nothing.
+	release *nodeclaim.ReleaseOrder
+}
+
+// OrderReleases has the provisioner record its batches in o.
+func (p *Provisioner) OrderReleases(o *nodeclaim.ReleaseOrder) *Provisioner {
+	p.release = o
+	return p
 }
 
 // NewProvisioner returns a provisioner; Start runs it.
 func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes nodeclaim.InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
 	return &Provisioner{kube: kube, cluster: cluster, types: instanceTypes, recorder: recorder, clock: clk, opts: opts,
 		trigger: make(chan struct{}, 1), wake: make(chan struct{}, 1), batched: map[types.UID]bool{}, waiting: map[types.UID]bool{},
-		nominated: nominations{}, warned: map[string]bool{}}
+		nominated: nominations{}, planned: map[types.UID]bool{}, warned: map[string]bool{}}
 }
 
 // Name is the controller's name.
@@ -161,6 +174,14 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		if len(p.nominated) > 0 {
 			recheck = p.clock.After(NominationGrace / 3)
 		}
+		// Pods held back wait for the last planned node to come up.
+		if p.nominated.holding() {
+			recheck = p.clock.After(time.Second)
+		}
+		// Larger nodes wait for the pods of the smaller ones to land.
+		if p.release.Waiting() {
+			recheck = p.clock.After(nodeclaim.ReleaseSettle)
+		}
 		if p.refused {
 			recheck = p.clock.After(time.Second)
 		}
@@ -205,12 +226,16 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		return err
 	}
 	pending := len(snap.Input.Pods)
+	p.forgetPlanned(snap.Input.Pods)
 	// fresh is the cluster before the waiting pods take their room (reserve adds
 	// them to the snapshot's nodes).
 	fresh := *snap.Input
 	fresh.Nodes = cloneNodes(snap.Input.Nodes)
 	var lapsed lapses
 	snap.Input.Pods, lapsed = p.nominated.reserve(snap.Input, snap.Claims, p.clock.Now())
+	p.observeReleases(snap.Claims)
+	// The pods held back are not planned afresh either.
+	fresh.Pods = slices.DeleteFunc(slices.Clone(fresh.Pods), p.nominated.held)
 	if len(snap.Input.Pods) == 0 {
 		return nil
 	}
@@ -221,7 +246,9 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	done := UnfinishedWork.start(ControllerName, round)
 	want := p.wanted(ctx, snap.Input.Pods)
 	expected := expectedPods(snap.Input.Pods, want, snap.Owned, maxExpected)
-	workloads := func(pods []*corev1.Pod) []scheduling.Demand { return madeDemand(pods, want, snap.Owned, maxExpected) }
+	workloads := func(pods []*corev1.Pod) []scheduling.Demand {
+		return madeDemand(pods, want, snap.Owned, p.planned, maxExpected)
+	}
 	in, plan, repacked, expectedUsed, err := planWithExpected(snap.Input, &fresh, expected, workloads, lapsed.any(), p.opts.Scheduling)
 	QueueDepth.DeleteLabelValues(ControllerName, round)
 	done()
@@ -237,14 +264,14 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		pools[np.Name] = np
 	}
 	if repacked {
-		// Every pending pod was planned again: the old nominations are void.
-		clear(p.nominated)
+		// Every pending pod not held back was planned again: the old nominations are void.
+		maps.DeleteFunc(p.nominated, func(_ types.UID, nom nomination) bool { return nom.claim != "" })
 	}
 	// Pods placed in room a claim holds wait for that claim, like those of new claims.
 	claimOf := claimOfNode(claimNodes(in, snap.Claims))
 	for _, b := range plan.Bindings {
 		if claim, ok := claimOf[b.Node]; ok {
-			p.nominated.nominate(b.Pod, claim, solved)
+			p.nominate(b.Pod, claim, solved)
 		}
 	}
 	// What counts against the limits now, not at the snapshot: claims created since
@@ -259,7 +286,11 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	for _, pool := range snap.Input.NodePools {
 		types[pool.NodePool.Name] = state.TypesByName(pool.InstanceTypes)
 	}
-	created, refused, err := p.create(ctx, pools, types, newLimitBudget(pools, used), plan.NewNodes)
+	sizes := make([]float64, len(plan.NewNodes))
+	for i, n := range plan.NewNodes {
+		sizes[i] = nodeclaim.NodeSize(n.InstanceType.Capacity.Cpu().MilliValue(), n.InstanceType.Capacity.Memory().Value())
+	}
+	created, refused, err := p.create(ctx, pools, types, newLimitBudget(pools, used), plan.NewNodes, p.release.Batch(sizes))
 	for i, why := range refused {
 		if why == "" {
 			continue
@@ -277,7 +308,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		}
 		metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, plan.NewNodes[i].NodePool, "false").Inc()
 		for _, pod := range plan.NewNodes[i].Pods {
-			p.nominated.nominate(pod, nc.Name, solved)
+			p.nominate(pod, nc.Name, solved)
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
@@ -297,12 +328,46 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 			"waiting", pending-planned, "unschedulable", len(plan.Unschedulable), "expected", expectedUsed, "pricePerHour", plan.Cost(),
 			"onExistingNodes", len(plan.Bindings), "repacked", repacked,
 			"lapsedGrace", lapsed.Grace, "lapsedRoomTaken", lapsed.RoomTaken, "lapsedClaimGone", lapsed.ClaimGone,
+			"heldBack", lapsed.Held, "released", lapsed.Released,
 			"snapshotSeconds", start.Sub(began).Seconds(), "solveSeconds", solved.Sub(start).Seconds(), "createSeconds", p.clock.Since(solved).Seconds(),
 			"batchSeconds", p.batchClosed.Sub(p.batchOpened).Seconds(), "secondsAfterBatch", p.clock.Since(p.batchClosed).Seconds())
 	}
 	// Wait for the claims created even when others failed: the next plan must
 	// count them.
 	return errors.Join(err, p.waitForCache(ctx, created))
+}
+
+// observeReleases tells the release order which claims are settled: up, with no
+// pod waiting for them any more (bound, or its room taken).
+func (p *Provisioner) observeReleases(claims []*v1.NodeClaim) {
+	live := make(map[string]*v1.NodeClaim, len(claims))
+	for _, nc := range claims {
+		if nc.DeletionTimestamp == nil {
+			live[nc.Name] = nc
+		}
+	}
+	waiting := map[string]bool{}
+	for _, nom := range p.nominated {
+		waiting[nom.claim] = true
+	}
+	p.release.Observe(func(name string) bool { return live[name] != nil },
+		func(name string) bool { return live[name] != nil && claimUp(live[name]) },
+		func(name string) bool { return waiting[name] })
+}
+
+// nominate records that pod waits for claim's node, planned from now on.
+func (p *Provisioner) nominate(pod *corev1.Pod, claim string, at time.Time) {
+	p.nominated.nominate(pod, claim, at)
+	p.planned[pod.UID] = true
+}
+
+// forgetPlanned keeps only the pods still pending in planned.
+func (p *Provisioner) forgetPlanned(pending []*corev1.Pod) {
+	still := make(map[types.UID]bool, len(pending))
+	for _, pod := range pending {
+		still[pod.UID] = true
+	}
+	maps.DeleteFunc(p.planned, func(uid types.UID, _ bool) bool { return !still[uid] })
 }
 
 // planWithExpected plans for the pods still to place together with the pods their
@@ -389,9 +454,9 @@ const createParallelism = 256
 // create makes the NodeClaims of the new nodes side by side, each taken from the
 // limit budget first. created[i] is nil where nodes[i] failed or was refused;
 // refused[i] says which limit it would have passed. types are each pool's instance
-// types by name, for the claims' reservations.
+// types by name, for the claims' reservations; each claim created joins release.
 func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool, types map[string]map[string]*scheduling.InstanceType,
-	budget *limitBudget, nodes []*scheduling.NewNode) (created []*v1.NodeClaim, refused []string, err error) {
+	budget *limitBudget, nodes []*scheduling.NewNode, release *nodeclaim.ReleaseBatch) (created []*v1.NodeClaim, refused []string, err error) {
 	created = make([]*v1.NodeClaim, len(nodes))
 	refused = make([]string, len(nodes))
 	errs := make([]error, len(nodes))
@@ -407,6 +472,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			errs[i] = fmt.Errorf("creating a NodeClaim for NodePool %s: %w", pool, err)
 			return
 		}
+		release.Add(i, nc.Name)
 		created[i] = nc
 	})
 	return created, refused, errors.Join(errs...)

@@ -66,6 +66,15 @@ type Controller struct {
 	// nodes does for the Nodes it registers what writes does for claims: both the
 	// Node and the claim side register, and the second must see the first's write.
 	nodes *nodeclaim.Writes[*corev1.Node]
+	// release holds a batch's larger nodes unregistered until its smaller ones are
+	// up (see nodeclaim.ReleaseOrder); nil holds nothing.
+	release *nodeclaim.ReleaseOrder
+}
+
+// OrderReleases has registration follow the provisioner's release order.
+func (c *Controller) OrderReleases(o *nodeclaim.ReleaseOrder) *Controller {
+	c.release = o
+	return c
 }
 
 // NewController returns the controller.
@@ -202,6 +211,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if node == nil {
 		return c.awaitRegistration(ctx, nc)
 	}
+	if hold := c.holdBack(nc, node); hold > 0 {
+		return reconcile.Result{RequeueAfter: hold}, nil
+	}
 	if err := c.register(ctx, nc, node); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -275,7 +287,7 @@ func (c *Controller) recordLaunch(ctx context.Context, nc *v1.NodeClaim, launche
 	// The Node often appears, and is registered from its side, while the labels
 	// are written: record that in the same write, a claim write fewer.
 	node, err := nodeclaim.NodeOf(ctx, c.kube, nc)
-	registered := err == nil && node != nil && c.registerNode(ctx, nc, node) == nil
+	registered := err == nil && node != nil && c.holdBack(nc, node) == 0 && c.registerNode(ctx, nc, node) == nil
 	if registered {
 		c.recordRegistration(nc, node)
 	}
@@ -373,7 +385,19 @@ func (c *Controller) RegisterNode(ctx context.Context, req reconcile.Request) (r
 		// registers it.
 		return reconcile.Result{}, nil
 	}
+	if hold := c.holdBack(nc, node); hold > 0 {
+		return reconcile.Result{RequeueAfter: hold}, nil
+	}
 	return reconcile.Result{}, client.IgnoreNotFound(c.registerNode(ctx, nc, node))
+}
+
+// holdBack is how long the claim's Node is to stay unregistered for the release
+// order: 0 once it may register, or has.
+func (c *Controller) holdBack(nc *v1.NodeClaim, node *corev1.Node) time.Duration {
+	if c.release == nil || !unregistered(c.nodes.Fresh(node)) {
+		return 0
+	}
+	return c.release.Hold(nc.Name)
 }
 
 func unregistered(o client.Object) bool {

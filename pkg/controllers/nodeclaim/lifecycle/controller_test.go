@@ -163,6 +163,52 @@ func TestRegisterNodeFromTheLaunch(t *testing.T) {
 	}
 }
 
+// A batch's larger node keeps its unregistered taint while a smaller node of the
+// batch is not settled, and registers once it is.
+func TestRegistrationFollowsTheReleaseOrder(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}
+	large := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "large"}, Spec: corev1.NodeSpec{ProviderID: "sim:///large",
+		Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{ready}}}
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(large).Build()
+	clk := clocktesting.NewFakeClock(time.Now())
+	order := nodeclaim.NewReleaseOrder(clk)
+	batch := order.Batch([]float64{nodeclaim.NodeSize(2000, 4<<30), nodeclaim.NodeSize(4000, 32<<30)})
+	batch.Add(0, "claim-small")
+	batch.Add(1, "claim-large")
+	c := NewController(kube, nil, nil, nil, clk).OrderReleases(order)
+	c.launches.add("sim:///large", &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim-large"}}, nil)
+
+	ctx := t.Context()
+	register := func() (reconcile.Result, *corev1.Node) {
+		t.Helper()
+		res, err := c.RegisterNode(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "large"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: "large"}, n); err != nil {
+			t.Fatal(err)
+		}
+		return res, n
+	}
+	if res, n := register(); !unregistered(n) || res.RequeueAfter <= 0 {
+		t.Fatalf("the large node registered (requeue %v, taints %v) with the small one not up", res.RequeueAfter, n.Spec.Taints)
+	}
+	order.Observe(func(string) bool { return true }, func(string) bool { return true }, func(string) bool { return false })
+	res, n := register()
+	if !unregistered(n) || res.RequeueAfter <= 0 || res.RequeueAfter > nodeclaim.ReleaseSettle {
+		t.Fatalf("the large node registered (requeue %v) the moment the small one settled: its pods get %v to land", res.RequeueAfter, nodeclaim.ReleaseSettle)
+	}
+	clk.Step(res.RequeueAfter)
+	if res, n := register(); unregistered(n) || res.RequeueAfter != 0 {
+		t.Errorf("the large node not registered (requeue %v, taints %v) after the small one settled", res.RequeueAfter, n.Spec.Taints)
+	}
+}
+
 // bootsAtOnce is a cloud whose instances register their Node before Create returns,
 // as the simulated cloud's can with no registration delay.
 type bootsAtOnce struct {

@@ -1,0 +1,146 @@
+package nodeclaim
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// batch starts a batch of the order with claims of these names and sizes.
+func batch(o *ReleaseOrder, names []string, sizes []float64) {
+	b := o.Batch(sizes)
+	for i, name := range names {
+		b.Add(i, name)
+	}
+}
+
+func TestReleaseOrder(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := NewReleaseOrder(clk)
+	small, amd64Small, medium, large := NodeSize(2000, 4<<30), NodeSize(2000, 3900<<20), NodeSize(1000, 16<<30), NodeSize(4000, 32<<30)
+	if !(small < medium && medium < large) {
+		t.Fatalf("sizes %v %v %v, want a memory-optimised node of one core above two general-purpose ones", small, medium, large)
+	}
+	batch(o, []string{"s1", "s2", "m", "l"}, []float64{small, amd64Small, medium, large})
+	batch(o, []string{"same-1", "same-2"}, []float64{small, amd64Small})
+
+	settled := map[string]bool{}
+	observe := func(gone ...string) {
+		o.Observe(func(n string) bool { return !slices.Contains(gone, n) }, func(n string) bool { return settled[n] }, func(string) bool { return false })
+	}
+	for _, name := range []string{"same-1", "same-2", "unknown"} {
+		if h := o.Hold(name); h != 0 {
+			t.Errorf("%s held %v: its batch's nodes are all of a size", name, h)
+		}
+	}
+	// s1 and s2, much the same size, are the smallest: they register together,
+	// once both booted, at one moment each of them looks at in time.
+	if h := o.Hold("s1"); h == 0 {
+		t.Error("s1 released before s2 booted")
+	}
+	h2 := o.Hold("s2")
+	if h2 <= 0 || h2 > 2*releasePoll {
+		t.Errorf("s2 held %v, want the moment both register, within %v", h2, 2*releasePoll)
+	}
+	if h1 := o.Hold("s1"); h1 != h2 {
+		t.Errorf("s1 held %v, s2 %v: not released together", h1, h2)
+	}
+	clk.Step(h2)
+	if o.Hold("s1") != 0 || o.Hold("s2") != 0 {
+		t.Error("the small nodes still held at their moment")
+	}
+	// The larger nodes wait for the small ones to settle.
+	if o.Hold("m") == 0 || o.Hold("l") == 0 {
+		t.Fatal("the larger nodes are not held while the small ones are not up")
+	}
+	if !o.Waiting() {
+		t.Error("not waiting while larger nodes are held")
+	}
+	settled["s1"] = true
+	observe()
+	if o.Hold("m") == 0 {
+		t.Error("m released with s2 not settled")
+	}
+	// s2 went: nothing is to land on it. m and l, both larger, go together after
+	// the small nodes' pods had time to land.
+	observe("s2")
+	hm := o.Hold("m")
+	if hm <= 0 || hm > ReleaseSettle {
+		t.Errorf("m held %v just after the small nodes settled, want up to %v for their pods", hm, ReleaseSettle)
+	}
+	if hl := o.Hold("l"); hl != hm {
+		t.Errorf("l held %v, m %v: the larger nodes are not released together", hl, hm)
+	}
+	clk.Step(hm)
+	if o.Hold("m") != 0 || o.Hold("l") != 0 {
+		t.Error("the larger nodes held after the small nodes settled")
+	}
+	if o.Waiting() {
+		t.Error("waiting with nothing held")
+	}
+}
+
+// A pod still waiting for its small node holds the larger ones back: it may land
+// on them otherwise.
+func TestReleaseWaitsForThePods(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := NewReleaseOrder(clk)
+	batch(o, []string{"s", "l"}, []float64{1, 4})
+	waiting := true
+	observe := func() {
+		o.Observe(func(string) bool { return true }, func(string) bool { return true }, func(n string) bool { return n == "s" && waiting })
+	}
+	observe()
+	if o.Hold("l") == 0 {
+		t.Fatal("l released while a pod waits for s")
+	}
+	clk.Step(5 * time.Second)
+	waiting = false
+	observe()
+	clk.Step(o.Hold("l"))
+	if h := o.Hold("l"); h != 0 {
+		t.Errorf("l held %v once s's pods landed", h)
+	}
+}
+
+// A smaller node that never comes up holds the others MaxReleaseHold at most,
+// from when they first asked.
+func TestReleaseHoldIsBounded(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := NewReleaseOrder(clk)
+	batch(o, []string{"s", "l"}, []float64{1, 4})
+	clk.Step(time.Minute) // l's node took a while to boot: the bound runs from its first ask
+	if o.Hold("l") == 0 {
+		t.Fatal("l not held")
+	}
+	clk.Step(MaxReleaseHold - time.Second)
+	if h := o.Hold("l"); h <= 0 || h > time.Second {
+		t.Errorf("l held %v a second before the bound", h)
+	}
+	clk.Step(time.Second)
+	if h := o.Hold("l"); h != 0 {
+		t.Errorf("l held %v past the bound", h)
+	}
+	if o.Waiting() {
+		t.Error("waiting past the bound")
+	}
+	var none *ReleaseOrder
+	batch(none, []string{"a", "b"}, []float64{1, 4})
+	if none.Hold("b") != 0 || none.Waiting() {
+		t.Error("a nil order holds")
+	}
+}
+
+// Batches are forgotten once old: the order does not grow with every batch.
+func TestReleaseOrderForgetsOldBatches(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := NewReleaseOrder(clk)
+	batch(o, []string{"s", "l"}, []float64{1, 4})
+	clk.Step(forgetBatchAfter + time.Second)
+	batch(o, []string{"s2", "l2"}, []float64{1, 4})
+	if _, ok := o.claims["l"]; ok || len(o.claims) != 2 {
+		t.Errorf("claims %v, want only the new batch's", len(o.claims))
+	}
+}

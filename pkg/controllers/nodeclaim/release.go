@@ -13,25 +13,28 @@ import (
 // scores the emptiest nodes best, so as a batch's nodes come up together the small
 // pods spread over the largest ones and take the room planned there for pods only
 // a large node holds, which then need nodes of their own (a mix of four pod shapes
-// got 22% more than its plan's price that way). Registered smallest first, a
-// batch's small nodes take the small pods they were planned for, and the larger
-// nodes, registered after, find the rest. So the provisioner records each batch's
-// claims with their sizes and says when a claim is settled (its node is up and no
-// pod still waits for it), and registration holds a node back (it keeps
-// karpenter.sh/unregistered) until every smaller node of its batch is settled and
-// every node of its size has booted, for at most MaxReleaseHold. The wait is for pods, not a fixed time: the
-// kube-scheduler backs off a pod it failed to place for up to 10 seconds, so the
-// pods of a node that just came up are placed within a second or within ten.
+// paid 15-29% over its plan's price that way). Registered after the small nodes,
+// the large nodes find the pods planned for them. So the provisioner records each
+// batch's claims with their sizes and says when a claim is settled (its node is up
+// and no pod still waits for it), and registration holds a node back (it keeps
+// karpenter.sh/unregistered): a node larger than the batch's smallest tier until
+// every node of that tier is settled, and every node until all nodes of its tier
+// have joined, so that they open together and the first one open does not draw
+// every pod in the queue; for at most MaxReleaseHold. The wait is for pods, not a
+// fixed time: the kube-scheduler backs off a pod it failed to place for up to 10
+// seconds, so the pods of a node that just came up are placed within a second or
+// within ten. Two tiers, not one per size: a middle tier opened on its own draws
+// the pods planned for the larger nodes as much as the larger ones would.
 
 // ReleaseSettle is how long a batch's larger nodes wait after its smaller ones
 // settled.
 const ReleaseSettle = 500 * time.Millisecond
 
-// releasePoll is how often a held node is looked at: nodes of one size are
-// released together, within this of each other.
+// releasePoll is how often a held node is looked at. A tier registers at a moment
+// set at least two polls ahead, which every node of it sees in time.
 const releasePoll = 100 * time.Millisecond
 
-// MaxReleaseHold bounds how long a node that registered is held back, so that a
+// MaxReleaseHold bounds how long a node that joined is held back, so that a
 // smaller node that never comes up, or pods that never land, delay the others by
 // this much at most.
 const MaxReleaseHold = 20 * time.Second
@@ -73,8 +76,9 @@ func NewReleaseOrder(clk clock.Clock) *ReleaseOrder {
 }
 
 // Batch starts a batch of new nodes of these sizes (see NodeSize); its claims are
-// added as they are created, before their nodes can boot. A batch of nodes of
-// one size holds nothing back, and is nil.
+// added as they are created, before their nodes can boot. Its tiers are the nodes
+// of the smallest size tier (see sizeTier) and the rest. A batch of nodes of one
+// size tier holds nothing back, and is nil.
 func (o *ReleaseOrder) Batch(sizes []float64) *ReleaseBatch {
 	if o == nil {
 		return nil

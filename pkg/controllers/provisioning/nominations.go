@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -23,8 +22,8 @@ import (
 const NominationGrace = 20 * time.Second
 
 // nomination says which NodeClaim holds the room for a pending pod, since when. A
-// nomination of no claim holds a pod whose room was taken while other planned
-// nodes were still coming, since it was taken (see reserve).
+// nomination of no claim holds back a pod whose room was taken while other pods
+// still waited for their nodes, since it was taken (see reserve).
 type nomination struct {
 	claim string
 	at    time.Time
@@ -123,7 +122,7 @@ func (n nominations) held(pod *corev1.Pod) bool {
 }
 
 // lapses count the nominations that lapsed in a reserve, by cause, for the log;
-// Held are the pods whose room was taken held back for the nodes still coming,
+// Held are the pods whose room was taken, held back while other pods wait,
 // Released those planned for now that the wait is over.
 type lapses struct {
 	ClaimGone, Grace, RoomTaken, Held, Released int
@@ -145,7 +144,8 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 		lapsed.ClaimGone++
 		return toPlan
 	}
-	if up := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized); up != nil && up.Status == metav1.ConditionTrue {
+	if claimUp(nc) {
+		up := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionTypeInitialized)
 		since := nom.at
 		if up.LastTransitionTime.After(since) {
 			since = up.LastTransitionTime.Time

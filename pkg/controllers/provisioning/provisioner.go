@@ -174,7 +174,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		if len(p.nominated) > 0 {
 			recheck = p.clock.After(NominationGrace / 3)
 		}
-		// Pods held back wait for the last planned node to come up.
+		// Pods held back wait for the other waiting pods to be placed.
 		if p.nominated.holding() {
 			recheck = p.clock.After(time.Second)
 		}

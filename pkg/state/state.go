@@ -112,6 +112,10 @@ type Snapshot struct {
 	// controlling owner by its UID: how many of its replicas a ReplicaSet, a
 	// StatefulSet or a Job has made so far.
 	Owned map[types.UID]int
+	// TypesFailed names the NodePools whose instance types could not be read (a
+	// NodeClass not resolved yet, a cloud API error): no object the caller
+	// watches need change when they can be.
+	TypesFailed []string
 }
 
 // RBAC: what it reads and writes (see `make generate`).
@@ -236,6 +240,7 @@ func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.Instan
 		var err error
 		if pool.InstanceTypes, err = instanceTypes(np); err != nil {
 			pool.Unavailable = err.Error()
+			snap.TypesFailed = append(snap.TypesFailed, np.Name)
 		} else if np.IsStatic() {
 			// Its nodes are kept by count (package static), never made for pods; its
 			// nodes still take pods, as any node does.

@@ -75,6 +75,11 @@ type Provisioner struct {
 	// refused says the last batch held claims back at a limit: the pods are still
 	// pending, and nothing else may wake the provisioner for them.
 	refused bool
+	// typesFailed says the last batch left pods unschedulable while a NodePool's
+	// instance types could not be read; typesBackoff is the wait before the next
+	// look (see recheckAfter).
+	typesFailed  bool
+	typesBackoff time.Duration
 	// warned holds the plan warnings already logged (a bad DaemonSet or NodePool
 	// the solve left out), so each is logged once, not on every batch.
 	warned map[string]bool
@@ -169,24 +174,44 @@ func (p *Provisioner) Start(ctx context.Context) error {
 			p.waiting[uid] = true
 		}
 		p.batchMu.Unlock()
-		// Pods waiting on their claims change nothing when a nomination lapses, so
-		// nothing would wake us: look again while any wait.
-		if len(p.nominated) > 0 {
-			recheck = p.clock.After(NominationGrace / 3)
-		}
-		// Pods held back wait for the other waiting pods to be placed.
-		if p.nominated.holding() {
-			recheck = p.clock.After(time.Second)
-		}
-		// Larger nodes wait for the pods of the smaller ones to land.
-		if p.release.Waiting() {
-			recheck = p.clock.After(nodeclaim.ReleaseSettle)
-		}
-		if p.refused {
-			recheck = p.clock.After(time.Second)
+		if after, ok := p.recheckAfter(); ok {
+			recheck = p.clock.After(after)
 		}
 	}
 }
+
+// recheckAfter is how soon to plan again though nothing triggers it, if at all:
+// what it waits for changes nothing it watches.
+func (p *Provisioner) recheckAfter() (time.Duration, bool) {
+	// A NodePool whose instance types could not be read (its NodeClass not
+	// resolved yet in this process's cache, a cloud API error) may be readable in
+	// a moment: look again, less often the longer it lasts.
+	if p.typesFailed {
+		p.typesBackoff = min(max(2*p.typesBackoff, time.Second), maxTypesBackoff)
+	} else {
+		p.typesBackoff = 0
+	}
+	switch {
+	case p.release.Waiting():
+		// Larger nodes wait for the pods of the smaller ones to land.
+		return nodeclaim.ReleaseSettle, true
+	case p.nominated.holding(), p.refused:
+		// Pods held back wait for the other waiting pods to be placed; pods
+		// refused at a limit for room to free up.
+		return time.Second, true
+	case p.typesFailed:
+		return p.typesBackoff, true
+	case len(p.nominated) > 0:
+		// Pods waiting on their claims change nothing when a nomination lapses,
+		// so nothing would wake us: look again while any wait.
+		return NominationGrace / 3, true
+	}
+	return 0, false
+}
+
+// maxTypesBackoff bounds the wait between looks at a NodePool whose instance
+// types could not be read.
+const maxTypesBackoff = 30 * time.Second
 
 // closeBatch ends the batch: its pods trigger the next one.
 func (p *Provisioner) closeBatch() {
@@ -219,7 +244,7 @@ func (p *Provisioner) waitForBatch(ctx context.Context) bool {
 // Each claim is checked against its NodePool's limits just before it is created.
 func (p *Provisioner) Provision(ctx context.Context) error {
 	ctx = cpmetrics.WithController(ctx, ControllerName)
-	p.refused = false
+	p.refused, p.typesFailed = false, false
 	began := p.clock.Now()
 	snap, err := p.cluster.Snapshot(ctx, func(np *v1.NodePool) ([]*scheduling.InstanceType, error) { return p.types(ctx, np) })
 	if err != nil {
@@ -259,6 +284,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	logPlan(log.FromContext(ctx), plan, repacked)
 	SchedulingDuration.WithLabelValues(ControllerName).Observe(solved.Sub(start).Seconds())
 	UnschedulablePods.WithLabelValues(ControllerName).Set(float64(len(plan.Unschedulable)))
+	p.typesFailed = len(plan.Unschedulable) > 0 && len(snap.TypesFailed) > 0
 	pools := map[string]*v1.NodePool{}
 	for _, np := range snap.NodePools {
 		pools[np.Name] = np

@@ -48,6 +48,14 @@ var (
 	UnregisteredNoExecuteTaint = corev1.Taint{Key: Group + "/unregistered", Effect: corev1.TaintEffectNoExecute}
 	// DisruptedNoScheduleTaint marks a node that is being disrupted or terminated.
 	DisruptedNoScheduleTaint = corev1.Taint{Key: Group + "/disrupted", Effect: corev1.TaintEffectNoSchedule}
+	// KnownEphemeralTaints are on a Node while it comes up, put there by the API
+	// server's admission, the node lifecycle controller and the cloud controller
+	// manager, and taken off by them.
+	KnownEphemeralTaints = []corev1.Taint{
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule},
+	}
 )
 
 // RestrictedLabelDomains may not appear in NodePool requirements or template labels,

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -142,5 +143,81 @@ func TestReleaseOrderForgetsOldBatches(t *testing.T) {
 	batch(o, []string{"s2", "l2"}, []float64{1, 4})
 	if _, ok := o.claims["l"]; ok || len(o.claims) != 2 {
 		t.Errorf("claims %v, want only the new batch's", len(o.claims))
+	}
+}
+
+func TestReleaseAnnouncesNodesToTheirPods(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := NewReleaseOrder(clk)
+	b := o.Batch([]float64{NodeSize(2000, 4<<30), NodeSize(2000, 4<<30), NodeSize(8000, 64<<30)})
+	b.NominatePods()
+	for i, name := range []string{"s1", "s2", "l"} {
+		b.Add(i, name)
+	}
+	batch(o, []string{"one-size"}, []float64{NodeSize(2000, 4<<30)})
+	batch(o, []string{"one-shape", "one-shape-large"}, []float64{NodeSize(2000, 4<<30), NodeSize(8000, 64<<30)})
+	web := types.NamespacedName{Namespace: "default", Name: "web-1"}
+	o.Plan(map[string][]types.NamespacedName{"s1": {web}, "s2": {{Namespace: "default", Name: "web-2"}},
+		"one-size": {{Namespace: "default", Name: "web-3"}}, "one-shape": {{Namespace: "default", Name: "web-4"}}})
+	if got := o.Planned("s1"); !slices.Equal(got, []types.NamespacedName{web}) {
+		t.Errorf("planned for s1: %v, want %v", got, web)
+	}
+	if got := o.Planned("one-size"); got != nil {
+		t.Errorf("planned for a claim of a batch of one size: %v, want none kept", got)
+	}
+	if got := o.Planned("one-shape"); got != nil {
+		t.Errorf("planned for a claim of a batch whose pods are of one shape: %v, want none kept", got)
+	}
+	if o.Planned("l") != nil || o.Closed("l") != 0 || o.Announce("l") != 0 || o.Keep("l") != 0 {
+		t.Error("a claim with no pod waiting for it is held for its pods")
+	}
+
+	// A node not open to pods yet is looked at again soon, for MaxReleaseHold.
+	if w := o.Closed("s1"); w <= 0 || w > releasePoll {
+		t.Errorf("closed s1 to look at again in %v, want within %v", w, releasePoll)
+	}
+	clk.Step(MaxReleaseHold)
+	if w := o.Closed("s1"); w != 0 {
+		t.Errorf("closed s1 still held %v after MaxReleaseHold", w)
+	}
+
+	// The moment is known once both joined; the pods are told AnnounceLead before.
+	if _, known := o.Due("s1"); known {
+		t.Error("s1's moment known before s2 joined")
+	}
+	hold, known := o.Due("s2")
+	if !known || hold <= AnnounceLead {
+		t.Fatalf("s2 due in %v (known %v), want a known moment more than %v ahead", hold, known, AnnounceLead)
+	}
+	if o.Keep("s1") != 0 {
+		t.Error("nominations kept before they were made")
+	}
+	clk.Step(hold - AnnounceLead)
+	if w := o.Announce("s1"); w != AnnounceLead {
+		t.Errorf("announced s1 to wait %v more, want %v", w, AnnounceLead)
+	}
+	clk.Step(AnnounceLead / 2)
+	if w := o.Announce("s1"); w != AnnounceLead/2 {
+		t.Errorf("announced s1 again to wait %v, want the first announcement's lead, %v left", w, AnnounceLead/2)
+	}
+	clk.Step(AnnounceLead / 2)
+	if h := o.Hold("s1"); h != 0 {
+		t.Errorf("s1 held %v at its moment", h)
+	}
+	if o.Announce("s1") != 0 {
+		t.Error("s1 waits for its pods after the lead")
+	}
+	// Registered, its pods' nominations are kept for KeepNominations.
+	if k := o.Keep("s1"); k != releasePoll {
+		t.Errorf("keep s1's nominations: look again in %v, want %v", k, releasePoll)
+	}
+	clk.Step(KeepNominations)
+	if k := o.Keep("s1"); k != 0 {
+		t.Errorf("s1's nominations still kept after %v", KeepNominations)
+	}
+	// The pods landed: nothing is planned any more, and nothing remembered.
+	o.Plan(map[string][]types.NamespacedName{})
+	if len(o.announced) != 0 || len(o.closed) != 0 {
+		t.Errorf("claims with no pods still remembered: announced %v, closed %v", o.announced, o.closed)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -27,6 +28,8 @@ const NominationGrace = 20 * time.Second
 type nomination struct {
 	claim string
 	at    time.Time
+	// pod names the pod, for the release order (see nodeclaim.ReleaseOrder.Plan).
+	pod k8stypes.NamespacedName
 }
 
 // nominations remember the room found for pending pods. A pod that waits for a
@@ -68,7 +71,7 @@ func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now t
 			continue
 		case roomTaken:
 			if coming {
-				n[pod.UID] = nomination{at: now}
+				n[pod.UID] = nomination{at: now, pod: client.ObjectKeyFromObject(pod)}
 				lapsed.Held++
 				continue
 			}
@@ -166,7 +169,7 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 
 // nominate records that pod waits for claim, from now.
 func (n nominations) nominate(pod *corev1.Pod, claim string, now time.Time) {
-	n[pod.UID] = nomination{claim: claim, at: now}
+	n[pod.UID] = nomination{claim: claim, at: now, pod: client.ObjectKeyFromObject(pod)}
 }
 
 // claimNodes maps each live NodeClaim to its node in in.Nodes: the registered node

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -316,7 +317,11 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	for i, n := range plan.NewNodes {
 		sizes[i] = nodeclaim.NodeSize(n.InstanceType.Capacity.Cpu().MilliValue(), n.InstanceType.Capacity.Memory().Value())
 	}
-	created, refused, err := p.create(ctx, pools, types, newLimitBudget(pools, used), plan.NewNodes, p.release.Batch(sizes))
+	batch := p.release.Batch(sizes)
+	if podShapes(plan.NewNodes) > 1 {
+		batch.NominatePods()
+	}
+	created, refused, err := p.create(ctx, pools, types, newLimitBudget(pools, used), plan.NewNodes, batch)
 	for i, why := range refused {
 		if why == "" {
 			continue
@@ -338,6 +343,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
+	p.planReleases()
 	for _, f := range plan.Unschedulable {
 		p.recorder.Eventf(f.Pod, corev1.EventTypeWarning, "FailedScheduling", "No NodePool can provision a node for this pod: %s", f.Reason)
 	}
@@ -372,13 +378,51 @@ func (p *Provisioner) observeReleases(claims []*v1.NodeClaim) {
 			live[nc.Name] = nc
 		}
 	}
-	waiting := map[string]bool{}
-	for _, nom := range p.nominated {
-		waiting[nom.claim] = true
-	}
+	waiting := p.podsByClaim()
 	p.release.Observe(func(name string) bool { return live[name] != nil },
 		func(name string) bool { return live[name] != nil && claimUp(live[name]) },
-		func(name string) bool { return waiting[name] })
+		func(name string) bool { return len(waiting[name]) > 0 })
+	p.release.Plan(waiting)
+}
+
+// podShapes counts the different resource requests of the new nodes' pods.
+func podShapes(nodes []*scheduling.NewNode) int {
+	shapes := map[string]bool{}
+	for _, n := range nodes {
+		for _, pod := range n.Pods {
+			shapes[resourceKey(scheduling.PodRequests(pod))] = true
+		}
+	}
+	return len(shapes)
+}
+
+// resourceKey is a resource list as a string, its names in order.
+func resourceKey(rl corev1.ResourceList) string {
+	names := slices.Sorted(maps.Keys(rl))
+	var b strings.Builder
+	for _, name := range names {
+		q := rl[name]
+		fmt.Fprintf(&b, "%s=%s,", name, q.String())
+	}
+	return b.String()
+}
+
+// planReleases tells the release order which pods wait for which claim's node.
+func (p *Provisioner) planReleases() {
+	if p.release != nil {
+		p.release.Plan(p.podsByClaim())
+	}
+}
+
+// podsByClaim returns the pods waiting for each claim's node.
+func (p *Provisioner) podsByClaim() map[string][]types.NamespacedName {
+	waiting := map[string][]types.NamespacedName{}
+	for _, nom := range p.nominated {
+		if nom.claim != "" {
+			waiting[nom.claim] = append(waiting[nom.claim], nom.pod)
+		}
+	}
+	return waiting
 }
 
 // nominate records that pod waits for claim's node, planned from now on.

@@ -13,6 +13,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/internal/testobj"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // A pod the open batch already has does not signal again (and so does not hold the
@@ -190,5 +192,24 @@ func TestUnfinishedWork(t *testing.T) {
 	done()
 	if families, err = reg.Gather(); err != nil || len(families) != 0 {
 		t.Errorf("after the round: %v, %v; want no series", families, err)
+	}
+}
+
+// A batch nominates its pods only when they are of more than one shape.
+func TestPodShapes(t *testing.T) {
+	node := func(pods ...*corev1.Pod) *scheduling.NewNode { return &scheduling.NewNode{Pods: pods} }
+	for _, tc := range []struct {
+		name  string
+		nodes []*scheduling.NewNode
+		want  int
+	}{
+		{"none", nil, 0},
+		{"one shape over nodes", []*scheduling.NewNode{node(testobj.Pod("a", "1", "1Gi"), testobj.Pod("b", "1", "1Gi")), node(testobj.Pod("c", "1000m", "1024Mi"))}, 1},
+		{"two shapes", []*scheduling.NewNode{node(testobj.Pod("a", "1", "1Gi")), node(testobj.Pod("b", "250m", "1Gi"))}, 2},
+		{"memory alone differs", []*scheduling.NewNode{node(testobj.Pod("a", "1", "1Gi"), testobj.Pod("b", "1", "2Gi"))}, 2},
+	} {
+		if got := podShapes(tc.nodes); got != tc.want {
+			t.Errorf("%s: %d shapes, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -68,3 +68,30 @@ func TestLooksAgainWhenInstanceTypesFail(t *testing.T) {
 		t.Errorf("looks again after %v (%v), backoff %v; want the nominations' pace and the backoff reset", after, ok, p.typesBackoff)
 	}
 }
+
+// The provisioner says, as the claims are made, which pods wait for each claim's
+// node: registration names the node to them (see nodeclaim.ReleaseOrder.Plan).
+func TestProvisionerTellsThePlannedPods(t *testing.T) {
+	isolate(t)
+	ctx := t.Context()
+	readyNodePool(t, "planned", nil)
+	web := pendingPod(t, "web", "1", "planned")
+	types := schedtest.SyntheticTypes(20)
+	p := NewProvisioner(kube, state.New(kube), func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error) {
+		return types, nil
+	}, record.NewFakeRecorder(100), clocktesting.NewFakeClock(time.Now()), Options{})
+	if err := p.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: "planned"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 1 {
+		t.Fatalf("%d claims, want one", len(claims.Items))
+	}
+	got := p.podsByClaim()[claims.Items[0].Name]
+	if len(got) != 1 || got[0] != client.ObjectKeyFromObject(web) {
+		t.Errorf("%v waiting for %s, want %s", got, claims.Items[0].Name, client.ObjectKeyFromObject(web))
+	}
+}

@@ -48,6 +48,7 @@ const (
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 
 // Controller is the NodeClaim lifecycle controller.
 type Controller struct {
@@ -211,7 +212,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if node == nil {
 		return c.awaitRegistration(ctx, nc)
 	}
-	if hold := c.holdBack(nc, node); hold > 0 {
+	if hold := c.holdBack(ctx, nc, node); hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, nil
 	}
 	if err := c.register(ctx, nc, node); err != nil {
@@ -220,7 +221,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.initialize(ctx, nc, node); err != nil {
 		return reconcile.Result{}, err
 	}
-	return c.awaitInitialization(ctx, nc)
+	res, err := c.awaitInitialization(ctx, nc)
+	if again := c.keepNominations(ctx, nc, node); again > 0 && err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > again) {
+		res.RequeueAfter = again
+	}
+	return res, err
 }
 
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
@@ -287,7 +292,7 @@ func (c *Controller) recordLaunch(ctx context.Context, nc *v1.NodeClaim, launche
 	// The Node often appears, and is registered from its side, while the labels
 	// are written: record that in the same write, a claim write fewer.
 	node, err := nodeclaim.NodeOf(ctx, c.kube, nc)
-	registered := err == nil && node != nil && c.holdBack(nc, node) == 0 && c.registerNode(ctx, nc, node) == nil
+	registered := err == nil && node != nil && c.holdBack(ctx, nc, node) == 0 && c.registerNode(ctx, nc, node) == nil
 	if registered {
 		c.recordRegistration(nc, node)
 	}
@@ -385,7 +390,7 @@ func (c *Controller) RegisterNode(ctx context.Context, req reconcile.Request) (r
 		// registers it.
 		return reconcile.Result{}, nil
 	}
-	if hold := c.holdBack(nc, node); hold > 0 {
+	if hold := c.holdBack(ctx, nc, node); hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, nil
 	}
 	return reconcile.Result{}, client.IgnoreNotFound(c.registerNode(ctx, nc, node))
@@ -393,11 +398,95 @@ func (c *Controller) RegisterNode(ctx context.Context, req reconcile.Request) (r
 
 // holdBack is how long the claim's Node is to stay unregistered for the release
 // order: 0 once it may register, or has.
-func (c *Controller) holdBack(nc *v1.NodeClaim, node *corev1.Node) time.Duration {
-	if c.release == nil || !unregistered(c.nodes.Fresh(node)) {
+func (c *Controller) holdBack(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) time.Duration {
+	node = c.nodes.Fresh(node)
+	if c.release == nil || !unregistered(node) {
 		return 0
 	}
-	return c.release.Hold(nc.Name)
+	if closed(node) {
+		// Opened now, the node would turn its pods away (see announce); it opens
+		// when nothing else keeps them off.
+		if wait := c.release.Closed(nc.Name); wait > 0 {
+			return wait
+		}
+	}
+	hold, known := c.release.Due(nc.Name)
+	switch {
+	case !known || len(c.release.Planned(nc.Name)) == 0:
+		return hold
+	case hold > nodeclaim.AnnounceLead:
+		// Back in time to announce the node to its pods.
+		return hold - nodeclaim.AnnounceLead
+	}
+	return max(hold, c.announce(ctx, nc, node))
+}
+
+// announce names the node to the pods planned for it, as their
+// status.nominatedNodeName, shortly before it registers (and again as it does,
+// to the pods whose nomination a failed attempt cleared meanwhile), and says how
+// much longer it is to wait for the kube-scheduler to see them. The kube-scheduler tries a
+// pod's nominated node first, and counts the pods nominated to a node when it
+// fits other pods there: the pods land where they were planned, and the room
+// planned for one pod is not given to another that came first (left to its
+// scoring, it spreads pods over the emptiest nodes and the pods that come last
+// find no room). A pod already bound or nominated (by preemption) is left alone;
+// a nomination the kube-scheduler cannot honour it clears itself.
+func (c *Controller) announce(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) time.Duration {
+	c.nominate(ctx, nc, node)
+	return c.release.Announce(nc.Name)
+}
+
+// keepNominations names the node again, once it is open, to its pods whose
+// nomination the kube-scheduler cleared (it clears it on every failed attempt,
+// and a pod is tried when any node opens, its own perhaps not yet): without it,
+// the room kept for the pod goes to the next pod that fits. It says when to look
+// again; 0 once the pods had time to land (see ReleaseOrder.Keep).
+func (c *Controller) keepNominations(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) time.Duration {
+	if c.release == nil {
+		return 0
+	}
+	again := c.release.Keep(nc.Name)
+	if again > 0 {
+		c.nominate(ctx, nc, node)
+	}
+	return again
+}
+
+// nominate sets status.nominatedNodeName to the node on the pods planned for it
+// that are pending with none.
+func (c *Controller) nominate(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) {
+	for _, key := range c.release.Planned(nc.Name) {
+		pod := &corev1.Pod{}
+		if err := c.kube.Get(ctx, key, pod); err != nil {
+			continue
+		}
+		if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" || pod.DeletionTimestamp != nil {
+			continue
+		}
+		patch := client.MergeFrom(pod.DeepCopy())
+		pod.Status.NominatedNodeName = node.Name
+		if err := c.kube.Status().Patch(ctx, pod, patch); err != nil {
+			// Only a hint: the pod is placed by the kube-scheduler's scoring.
+			log.FromContext(ctx).V(1).Info("nominating a pod to its planned node", "pod", key, "node", node.Name, "error", err)
+		}
+	}
+}
+
+// closed reports a node that would turn pods away even without the unregistered
+// taint: not ready yet, or still tainted so (by the API server's admission, the
+// node lifecycle controller or the cloud controller). Startup taints and extended
+// resources do not count: the agents that clear them (a device plugin, say) may
+// not tolerate the unregistered taint, and would wait for registration.
+func closed(node *corev1.Node) bool {
+	return !nodeReady(node) || slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool {
+		return slices.ContainsFunc(v1.KnownEphemeralTaints, func(e corev1.Taint) bool { return e.Key == t.Key })
+	})
+}
+
+func nodeReady(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
 }
 
 func unregistered(o client.Object) bool {
@@ -582,13 +671,7 @@ func (c *Controller) setInitialized(nc *v1.NodeClaim, why string) bool {
 }
 
 func notInitialized(nc *v1.NodeClaim, node *corev1.Node) string {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	if !ready {
+	if !nodeReady(node) {
 		return "node is not ready"
 	}
 	for _, st := range nc.Spec.StartupTaints {

@@ -209,6 +209,109 @@ func TestRegistrationFollowsTheReleaseOrder(t *testing.T) {
 	}
 }
 
+// The pods planned for a node are told its name (status.nominatedNodeName) once
+// nothing else keeps them off it and before it registers, and again while they
+// wait if the kube-scheduler cleared it.
+func TestNodeIsAnnouncedToItsPods(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Spec: corev1.NodeSpec{ProviderID: "sim:///small",
+		Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint, v1.KnownEphemeralTaints[0]}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	pod := func(name, nodeName, nominated string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: corev1.PodSpec{NodeName: nodeName},
+			Status: corev1.PodStatus{NominatedNodeName: nominated}}
+	}
+	planned, preempting, bound := pod("planned", "", ""), pod("preempting", "", "elsewhere"), pod("bound", "other", "")
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node, planned, preempting, bound).
+		WithStatusSubresource(&corev1.Pod{}).Build()
+	clk := clocktesting.NewFakeClock(time.Now())
+	order := nodeclaim.NewReleaseOrder(clk)
+	// The claim is the small node of a batch with a larger one (already settled
+	// as far as this test goes).
+	batch := order.Batch([]float64{nodeclaim.NodeSize(2000, 4<<30), nodeclaim.NodeSize(8000, 64<<30)})
+	batch.NominatePods()
+	batch.Add(0, "claim")
+	batch.Add(1, "larger")
+	order.Plan(map[string][]types.NamespacedName{"claim": {
+		client.ObjectKeyFromObject(planned), client.ObjectKeyFromObject(preempting), client.ObjectKeyFromObject(bound)}})
+	c := NewController(kube, nil, nil, nil, clk).OrderReleases(order)
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"}}
+	c.launches.add("sim:///small", nc, nil)
+
+	ctx := t.Context()
+	register := func() time.Duration {
+		t.Helper()
+		res, err := c.RegisterNode(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			t.Fatal(err)
+		}
+		return res.RequeueAfter
+	}
+	nominated := func(p *corev1.Pod) string {
+		t.Helper()
+		got := &corev1.Pod{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Status.NominatedNodeName
+	}
+	if again := register(); !unregistered(node) || again <= 0 || nominated(planned) != "" {
+		t.Fatalf("a node still not ready to pods registered (requeue %v, taints %v) or was announced (%q)", again, node.Spec.Taints, nominated(planned))
+	}
+	node.Spec.Taints = []corev1.Taint{v1.UnregisteredNoExecuteTaint}
+	if err := kube.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	// Looked at again until the pods are told, AnnounceLead before it registers.
+	again := register()
+	for i := 0; nominated(planned) == "" && i < 10; i++ {
+		if !unregistered(node) || again <= 0 {
+			t.Fatalf("registered (requeue %v, taints %v) before its pods were told", again, node.Spec.Taints)
+		}
+		clk.Step(again)
+		again = register()
+	}
+	if !unregistered(node) || again != nodeclaim.AnnounceLead {
+		t.Fatalf("registered at once (requeue %v, taints %v), want %v for the kube-scheduler to see the nominations first", again, node.Spec.Taints, nodeclaim.AnnounceLead)
+	}
+	if got := nominated(planned); got != "small" {
+		t.Errorf("the planned pod is nominated to %q, want the node", got)
+	}
+	if got := nominated(preempting); got != "elsewhere" {
+		t.Errorf("a pod nominated by preemption was nominated again, to %q", got)
+	}
+	if got := nominated(bound); got != "" {
+		t.Errorf("a bound pod was nominated, to %q", got)
+	}
+	clk.Step(again)
+	if again := register(); unregistered(node) || again != 0 {
+		t.Fatalf("not registered (requeue %v, taints %v) once the pods had their lead", again, node.Spec.Taints)
+	}
+
+	// A failed attempt cleared the nomination: it is made again while pods land.
+	p := &corev1.Pod{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(planned), p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.NominatedNodeName = ""
+	if err := kube.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if again := c.keepNominations(ctx, nc, node); again <= 0 || nominated(planned) != "small" {
+		t.Errorf("a cleared nomination not made again (look again in %v, nominated %q)", again, nominated(planned))
+	}
+	clk.Step(nodeclaim.KeepNominations)
+	if again := c.keepNominations(ctx, nc, node); again != 0 {
+		t.Errorf("nominations still kept (look again in %v) %v after they were made", again, nodeclaim.KeepNominations)
+	}
+}
+
 // bootsAtOnce is a cloud whose instances register their Node before Create returns,
 // as the simulated cloud's can with no registration delay.
 type bootsAtOnce struct {

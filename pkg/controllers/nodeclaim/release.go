@@ -268,17 +268,14 @@ func (o *ReleaseOrder) Plan(pods map[string][]types.NamespacedName) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	maps.DeleteFunc(pods, func(name string, _ []types.NamespacedName) bool {
-		c := o.claims[name]
-		return c == nil || !c.batch.nominate
-	})
-	o.planned = pods
-	for _, m := range []map[string]time.Time{o.announced, o.closed} {
-		for name := range m {
-			if _, ok := pods[name]; !ok {
-				delete(m, name)
-			}
+	o.planned = map[string][]types.NamespacedName{}
+	for name, keys := range pods {
+		if c := o.claims[name]; c != nil && c.batch.nominate {
+			o.planned[name] = keys
 		}
+	}
+	for _, m := range []map[string]time.Time{o.announced, o.closed} {
+		maps.DeleteFunc(m, func(name string, _ time.Time) bool { _, ok := o.planned[name]; return !ok })
 	}
 }
 
@@ -298,11 +295,7 @@ func (o *ReleaseOrder) Closed(name string) time.Duration {
 	if len(o.planned[name]) == 0 {
 		return 0
 	}
-	since, ok := o.closed[name]
-	if !ok {
-		since = now
-		o.closed[name] = since
-	}
+	since := firstSeen(o.closed, name, now)
 	return min(releasePoll, max(0, since.Add(MaxReleaseHold).Sub(now)))
 }
 
@@ -329,12 +322,18 @@ func (o *ReleaseOrder) Announce(name string) time.Duration {
 	if _, ok := o.planned[name]; !ok {
 		return 0
 	}
-	at, ok := o.announced[name]
+	at := firstSeen(o.announced, name, now)
+	return max(0, at.Add(AnnounceLead).Sub(now))
+}
+
+// firstSeen returns when name was first recorded in m, recording now if never.
+func firstSeen(m map[string]time.Time, name string, now time.Time) time.Time {
+	at, ok := m[name]
 	if !ok {
 		at = now
-		o.announced[name] = at
+		m[name] = at
 	}
-	return max(0, at.Add(AnnounceLead).Sub(now))
+	return at
 }
 
 // Keep reports, for a claim whose node registered, how soon to look again at the

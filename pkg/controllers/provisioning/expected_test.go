@@ -208,14 +208,11 @@ func TestProvisionSizesForTheReplicaSet(t *testing.T) {
 	if err := p.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	claims := &v1.NodeClaimList{}
-	if err := kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: "rs"}); err != nil {
-		t.Fatal(err)
+	claims := poolClaims(t, "rs")
+	if len(claims) != 1 {
+		t.Fatalf("%d claims, want one for the ReplicaSet's eight pods", len(claims))
 	}
-	if len(claims.Items) != 1 {
-		t.Fatalf("%d claims, want one for the ReplicaSet's eight pods", len(claims.Items))
-	}
-	if cpu := claims.Items[0].Spec.Resources.Requests[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("8")) < 0 {
+	if cpu := claims[0].Spec.Resources.Requests[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("8")) < 0 {
 		t.Errorf("the claim requests %s cpu, want room for all eight replicas", cpu.String())
 	}
 	if len(p.nominated) != 2 {

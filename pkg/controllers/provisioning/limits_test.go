@@ -89,17 +89,14 @@ func TestClaimsAreCheckedAgainstLimitsJustBeforeCreation(t *testing.T) {
 	if err := p.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	claims := &v1.NodeClaimList{}
-	if err := kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: "limited"}); err != nil {
-		t.Fatal(err)
-	}
+	claims := poolClaims(t, "limited")
 	byName := state.TypesByName(types)
 	total := resource.Quantity{}
-	for i := range claims.Items {
-		total.Add(state.ClaimUsage(&claims.Items[i], byName)[corev1.ResourceCPU])
+	for i := range claims {
+		total.Add(state.ClaimUsage(&claims[i], byName)[corev1.ResourceCPU])
 	}
-	if len(claims.Items) != 2 || total.Cmp(resource.MustParse("8")) > 0 {
-		t.Errorf("%d claims holding %s cpu, want the other claim and one of the batch's, 8 cpu", len(claims.Items), total.String())
+	if len(claims) != 2 || total.Cmp(resource.MustParse("8")) > 0 {
+		t.Errorf("%d claims holding %s cpu, want the other claim and one of the batch's, 8 cpu", len(claims), total.String())
 	}
 	var limited int
 	for _, e := range pendingEvents(rec) {

@@ -19,6 +19,16 @@ var kube client.Client
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
 
+// poolClaims lists the NodeClaims of a NodePool.
+func poolClaims(t *testing.T, pool string) []v1.NodeClaim {
+	t.Helper()
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(t.Context(), claims, client.MatchingLabels{v1.NodePoolLabelKey: pool}); err != nil {
+		t.Fatal(err)
+	}
+	return claims.Items
+}
+
 // isolate removes what a test created in the API server when it ends: a snapshot
 // reads every pod, claim and NodePool.
 func isolate(t *testing.T) {

@@ -56,12 +56,9 @@ func TestLooksAgainWhenInstanceTypesFail(t *testing.T) {
 	if err := p.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	claims := &v1.NodeClaimList{}
-	if err := kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: "unresolved"}); err != nil {
-		t.Fatal(err)
-	}
-	if len(claims.Items) != 1 {
-		t.Fatalf("%d claims once the types can be read, want one", len(claims.Items))
+	claims := poolClaims(t, "unresolved")
+	if len(claims) != 1 {
+		t.Fatalf("%d claims once the types can be read, want one", len(claims))
 	}
 	// Waiting for its claim now, the pod is looked at on the nominations' pace.
 	if after, ok := p.recheckAfter(); !ok || after != NominationGrace/3 || p.typesBackoff != 0 {
@@ -83,15 +80,12 @@ func TestProvisionerTellsThePlannedPods(t *testing.T) {
 	if err := p.Provision(ctx); err != nil {
 		t.Fatal(err)
 	}
-	claims := &v1.NodeClaimList{}
-	if err := kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: "planned"}); err != nil {
-		t.Fatal(err)
+	claims := poolClaims(t, "planned")
+	if len(claims) != 1 {
+		t.Fatalf("%d claims, want one", len(claims))
 	}
-	if len(claims.Items) != 1 {
-		t.Fatalf("%d claims, want one", len(claims.Items))
-	}
-	got := p.podsByClaim()[claims.Items[0].Name]
+	got := p.podsByClaim()[claims[0].Name]
 	if len(got) != 1 || got[0] != client.ObjectKeyFromObject(web) {
-		t.Errorf("%v waiting for %s, want %s", got, claims.Items[0].Name, client.ObjectKeyFromObject(web))
+		t.Errorf("%v waiting for %s, want %s", got, claims[0].Name, client.ObjectKeyFromObject(web))
 	}
 }

@@ -228,13 +228,7 @@ func TestNodeIsAnnouncedToItsPods(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node, planned, preempting, bound).
 		WithStatusSubresource(&corev1.Pod{}).Build()
 	clk := clocktesting.NewFakeClock(time.Now())
-	order := nodeclaim.NewReleaseOrder(clk)
-	// The claim is the small node of a batch with a larger one (already settled
-	// as far as this test goes).
-	batch := order.Batch([]float64{nodeclaim.NodeSize(2000, 4<<30), nodeclaim.NodeSize(8000, 64<<30)})
-	batch.NominatePods()
-	batch.Add(0, "claim")
-	batch.Add(1, "larger")
+	order := nominatingOrder(clk)
 	order.Plan(map[string][]types.NamespacedName{"claim": {
 		client.ObjectKeyFromObject(planned), client.ObjectKeyFromObject(preempting), client.ObjectKeyFromObject(bound)}})
 	c := NewController(kube, nil, nil, nil, clk).OrderReleases(order)
@@ -309,6 +303,64 @@ func TestNodeIsAnnouncedToItsPods(t *testing.T) {
 	clk.Step(nodeclaim.KeepNominations)
 	if again := c.keepNominations(ctx, nc, node); again != 0 {
 		t.Errorf("nominations still kept (look again in %v) %v after they were made", again, nodeclaim.KeepNominations)
+	}
+}
+
+// nominatingOrder is a release order with one batch that nominates its pods:
+// claim, a small node, and a larger one.
+func nominatingOrder(clk *clocktesting.FakeClock) *nodeclaim.ReleaseOrder {
+	order := nodeclaim.NewReleaseOrder(clk)
+	batch := order.Batch([]float64{nodeclaim.NodeSize(2000, 4<<30), nodeclaim.NodeSize(8000, 64<<30)})
+	batch.NominatePods()
+	batch.Add(0, "claim")
+	batch.Add(1, "larger")
+	return order
+}
+
+// A nomination is only a hint: when the pod's status cannot be written, the node
+// still registers, after the same lead.
+func TestFailedNominationDoesNotHoldTheNode(t *testing.T) {
+	scheme, err := kubescheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Spec: corev1.NodeSpec{ProviderID: "sim:///small",
+		Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+	writes := 0
+	kube := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node, pod).WithStatusSubresource(&corev1.Pod{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			writes++
+			return apierrors.NewServiceUnavailable("injected")
+		}}).Build()
+	clk := clocktesting.NewFakeClock(time.Now())
+	order := nominatingOrder(clk)
+	order.Plan(map[string][]types.NamespacedName{"claim": {client.ObjectKeyFromObject(pod)}})
+	c := NewController(kube, nil, nil, nil, clk).OrderReleases(order)
+	c.launches.add("sim:///small", &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "claim"}}, nil)
+
+	ctx := t.Context()
+	var waited time.Duration
+	for range 20 {
+		res, err := c.RegisterNode(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(node)})
+		if err != nil {
+			t.Fatalf("RegisterNode: %v (a failed nomination is not an error)", err)
+		}
+		if res.RequeueAfter == 0 {
+			break
+		}
+		clk.Step(res.RequeueAfter)
+		waited += res.RequeueAfter
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	if unregistered(node) || writes == 0 {
+		t.Fatalf("registered %v after %v, nomination writes tried %d; want the node registered despite the failed writes", !unregistered(node), waited, writes)
+	}
+	if waited > nodeclaim.MaxReleaseHold {
+		t.Errorf("held %v, more than MaxReleaseHold", waited)
 	}
 }
 

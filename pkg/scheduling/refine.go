@@ -19,6 +19,11 @@ import (
 // the pods are packed first-fit decreasing into nodes of that type, the last one
 // shrunk to the cheapest type that holds its share. The greedy pass sizes nodes for
 // the whole workload; this fixes the nodes where that sizing misses.
+//
+// A last pass then packs each small group onto fewer nodes where that costs the
+// same (two 8-vCPU nodes holding what one 16-vCPU node of the same price does):
+// fewer nodes to launch, and fewer copies of the DaemonSets. It runs last so that
+// a tie never stands in the way of a strictly cheaper repack of a single node.
 func (s *solver) refine() {
 	const smallGroup = 64 // pods; larger groups are already packed by the anchor
 	groups := map[string][]*simNode{}
@@ -32,39 +37,70 @@ func (s *solver) refine() {
 			groups[k] = append(groups[k], n)
 		}
 	}
-	replaced := map[*simNode][]*simNode{}
-	for _, k := range keys {
-		group := groups[k]
+	small := func(group []*simNode) bool {
 		pods := 0
 		for _, n := range group {
 			pods += len(n.pods)
 		}
-		if len(group) > 1 && pods <= smallGroup {
-			if pieces := s.repack(group, k); pieces != nil {
-				replaced[group[0]] = pieces
-				for _, n := range group[1:] {
-					replaced[n] = []*simNode{}
-				}
+		return len(group) > 1 && pods <= smallGroup
+	}
+	replaced := map[*simNode][]*simNode{}
+	replace := func(group, pieces []*simNode) {
+		replaced[group[0]] = pieces
+		for _, n := range group[1:] {
+			replaced[n] = []*simNode{}
+		}
+	}
+	for _, k := range keys {
+		group := groups[k]
+		if small(group) {
+			if pieces := s.repack(group, k, false); pieces != nil {
+				replace(group, pieces)
+				groups[k] = pieces
 				continue
 			}
 		}
+		var after []*simNode
 		for _, n := range group {
+			var pieces []*simNode
 			if len(n.pods) > 1 {
-				if pieces := s.repack([]*simNode{n}, k); pieces != nil {
-					replaced[n] = pieces
-				}
+				pieces = s.repack([]*simNode{n}, k, false)
+			}
+			if pieces == nil {
+				after = append(after, n)
+				continue
+			}
+			replaced[n] = pieces
+			after = append(after, pieces...)
+		}
+		groups[k] = after
+	}
+	s.nodes = withReplacements(s.nodes, replaced)
+	clear(replaced)
+	for _, k := range keys {
+		if group := groups[k]; small(group) {
+			if pieces := s.repack(group, k, true); pieces != nil {
+				replace(group, pieces)
 			}
 		}
 	}
-	var nodes []*simNode
-	for _, n := range s.nodes {
+	s.nodes = withReplacements(s.nodes, replaced)
+}
+
+// withReplacements is nodes with each replaced node's pieces in its place.
+func withReplacements(nodes []*simNode, replaced map[*simNode][]*simNode) []*simNode {
+	if len(replaced) == 0 {
+		return nodes
+	}
+	var out []*simNode
+	for _, n := range nodes {
 		if pieces, ok := replaced[n]; ok {
-			nodes = append(nodes, pieces...)
+			out = append(out, pieces...)
 		} else {
-			nodes = append(nodes, n)
+			out = append(out, n)
 		}
 	}
-	s.nodes = nodes
+	return out
 }
 
 func (s *solver) splittable(n *simNode) bool {
@@ -82,8 +118,17 @@ func (s *solver) splittable(n *simNode) bool {
 }
 
 // repack returns cheaper nodes holding the pods of group (nodes of one pool with the
-// same requirements, key), or nil when none are cheaper.
-func (s *solver) repack(group []*simNode, key string) []*simNode {
+// same requirements, key), or nil when none are cheaper. With fewerAtEqual it
+// returns fewer nodes than the group's that cost no more, or nil.
+func (s *solver) repack(group []*simNode, key string, fewerAtEqual bool) []*simNode {
+	const eps = 1e-9 // prices are sums of a few float64s
+	// better says whether a packing on nodes nodes for cost beats the best so far.
+	better := func(cost float64, nodes int, bestCost float64, bestNodes int) bool {
+		if fewerAtEqual {
+			return cost <= bestCost+eps && nodes < bestNodes
+		}
+		return cost < bestCost-eps
+	}
 	first := group[0]
 	candidates, prices := s.splitCandidates(first, key)
 	current := 0.0
@@ -115,8 +160,8 @@ func (s *solver) repack(group []*simNode, key string) []*simNode {
 	}
 	var trials []trial
 	for _, t := range candidates {
-		if prices[t] >= current {
-			break
+		if !better(prices[t], 1, current, len(group)) {
+			break // no packing on t costs less than one node of it
 		}
 		frac := 0.0
 		for r := range s.n {
@@ -129,21 +174,23 @@ func (s *solver) repack(group []*simNode, key string) []*simNode {
 				frac = max(frac, float64(u)/float64(a))
 			}
 		}
-		if b := prices[t] * frac; b < current {
+		if b := prices[t] * frac; better(b, 1, current, len(group)) {
 			trials = append(trials, trial{t, b})
 		}
 	}
 	slices.SortStableFunc(trials, func(a, b trial) int { return cmp.Compare(a.bound, b.bound) })
-	bestCost := current
+	bestCost, bestNodes := current, len(group)
 	var bestBins [][]*podInfo
 	for _, tr := range trials {
 		t := tr.t
-		if tr.bound >= bestCost {
+		if !better(tr.bound, 1, bestCost, bestNodes) {
 			break
 		}
 		// A packing whose nodes but the last already cost bestCost loses: it is
 		// given up as soon as it needs that many.
-		tooMany := func(nodes int) bool { return float64(nodes-1)*prices[t] >= bestCost }
+		tooMany := func(nodes int) bool {
+			return float64(nodes-1)*prices[t] >= bestCost || fewerAtEqual && nodes >= bestNodes
+		}
 		if !s.packing.pack(members, &t.alloc, s.n, tooMany) || !s.binsKeepMinValues(first.reqs, candidates, s.packing.used) {
 			continue
 		}
@@ -157,8 +204,8 @@ func (s *solver) repack(group []*simNode, key string) []*simNode {
 				break
 			}
 		}
-		if cost+lastPrice < bestCost-1e-12 {
-			bestCost, bestBins = cost+lastPrice, s.packing.bins(members)
+		if better(cost+lastPrice, len(binUsed), bestCost, bestNodes) {
+			bestCost, bestNodes, bestBins = cost+lastPrice, len(binUsed), s.packing.bins(members)
 		}
 	}
 	if bestBins == nil {

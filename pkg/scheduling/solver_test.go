@@ -858,3 +858,43 @@ func TestLowerBoundReadsThePoolsOfferings(t *testing.T) {
 		t.Errorf("bound $%.4f above the plan's $%.4f", onDemandBound, onDemandCost)
 	}
 }
+
+// Where one node holds for the same price what two do, the plan takes the one: it
+// launches faster and runs one set of DaemonSets less. 14 pods of 950m fit two
+// 8-cpu nodes or one 16-cpu node, at $0.408 either way.
+func TestEqualPriceFewerNodes(t *testing.T) {
+	types := []*InstanceType{
+		smallType("one", "1", "4Gi", 0.04, nil),
+		smallType("eight", "8", "32Gi", 0.204, nil),
+		smallType("sixteen", "16", "64Gi", 0.408, nil),
+	}
+	plan := solve(t, &Input{Pods: pods(14, "inflate", "950m", "1Gi"), NodePools: []*NodePool{pool(makeNodePool("default"), types)}})
+	if len(plan.Unschedulable) != 0 {
+		t.Fatalf("unschedulable: %v", plan.Unschedulable)
+	}
+	if len(plan.NewNodes) != 1 || plan.Cost() > 0.408+1e-9 {
+		var got []string
+		for _, n := range plan.NewNodes {
+			got = append(got, fmt.Sprintf("%s (%d pods)", n.InstanceTypes[0].Name, len(n.Pods)))
+		}
+		t.Errorf("planned %v at $%.4f/hour; want one sixteen at $0.408", got, plan.Cost())
+	}
+}
+
+// Preferring fewer nodes at the same price never costs money: 45 pods of 950m
+// cost $1.22 (40 on 8-cpu nodes, the last five on five 1-cpu nodes), though six
+// 8-cpu or three 16-cpu nodes would hold them on fewer nodes for $1.224.
+func TestFewerNodesNeverCostMore(t *testing.T) {
+	types := []*InstanceType{
+		smallType("one", "1", "4Gi", 0.04, nil),
+		smallType("eight", "8", "32Gi", 0.204, nil),
+		smallType("sixteen", "16", "64Gi", 0.408, nil),
+	}
+	plan := solve(t, &Input{Pods: pods(45, "inflate", "950m", "1Gi"), NodePools: []*NodePool{pool(makeNodePool("default"), types)}})
+	if len(plan.Unschedulable) != 0 {
+		t.Fatalf("unschedulable: %v", plan.Unschedulable)
+	}
+	if c := plan.Cost(); c > 1.22+1e-9 {
+		t.Errorf("plan costs $%.4f/hour on %d nodes; want $1.22", c, len(plan.NewNodes))
+	}
+}

@@ -130,25 +130,24 @@ func TestTerminationAroundTolerateEverythingDaemonSets(t *testing.T) {
 	for n := range runningOn(t, "tolerant", 1) {
 		node = n
 	}
-	daemons := func(ctx context.Context) (map[string]bool, error) {
+	eventually(t, 2*time.Minute, "kube-proxy and log-agent running on "+node, func(ctx context.Context) (bool, string) {
 		pods := &corev1.PodList{}
 		if err := kube.List(ctx, pods, client.InNamespace("kube-system")); err != nil {
-			return nil, err
+			return false, err.Error()
 		}
 		running := map[string]bool{}
+		var seen []string // the node's daemon pods, to tell a missing pod from an unbound or unstarted one
 		for _, p := range pods.Items {
+			if p.Spec.NodeName != node && daemonTarget(&p) != node {
+				continue
+			}
+			seen = append(seen, fmt.Sprintf("%s node=%q phase=%s deleting=%v scheduled=%s",
+				p.Name, p.Spec.NodeName, p.Status.Phase, p.DeletionTimestamp != nil, scheduledCondition(&p)))
 			if p.Spec.NodeName == node && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 				running[p.Labels["daemon"]] = true
 			}
 		}
-		return running, nil
-	}
-	eventually(t, 2*time.Minute, "kube-proxy and log-agent running on "+node, func(ctx context.Context) (bool, string) {
-		running, err := daemons(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		return running["kube-proxy"] && running["log-agent"], fmt.Sprintf("running %v", running)
+		return running["kube-proxy"] && running["log-agent"], fmt.Sprintf("running %v; the node's daemon pods: %v", running, seen)
 	})
 	claim := claimOfNode(t, node)
 	if err := kube.Delete(t.Context(), claim); err != nil {
@@ -166,4 +165,29 @@ func TestTerminationAroundTolerateEverythingDaemonSets(t *testing.T) {
 	if after := runningOn(t, "tolerant", 1); after[node] != 0 {
 		t.Errorf("the pod is still on the removed node: %v", after)
 	}
+}
+
+// daemonTarget is the node a DaemonSet pod is made for: the DaemonSet controller
+// pins it by a required node affinity on the node's name.
+func daemonTarget(p *corev1.Pod) string {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil || p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+func scheduledCondition(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return fmt.Sprintf("%s(%s: %s)", c.Status, c.Reason, c.Message)
+		}
+	}
+	return "none"
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -267,6 +268,20 @@ func (c *Cluster) Stop() {
 	if c.ownDir && c.Dir != "" {
 		_ = os.RemoveAll(c.Dir)
 	}
+}
+
+// LogLines returns, for each component, the last n lines of its log that contain
+// s: what a failing test shows of the control plane's side.
+func (c *Cluster) LogLines(s string, n int) string {
+	var b strings.Builder
+	for _, p := range c.procs {
+		lines := p.logLines(s, n)
+		fmt.Fprintf(&b, "--- %s: %d lines with %q\n", p.name, len(lines), s)
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
 }
 
 // Pids returns the process ids of the running components.

@@ -92,6 +92,21 @@ func (p *process) logTail(n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
+// logLines returns the last n lines of the process's log that contain s.
+func (p *process) logLines(s string, n int) []string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return []string{fmt.Sprintf("(cannot read %s: %v)", p.logPath, err)}
+	}
+	var out []string
+	for line := range bytes.Lines(b) {
+		if bytes.Contains(line, []byte(s)) {
+			out = append(out, string(bytes.TrimRight(line, "\n")))
+		}
+	}
+	return out[max(0, len(out)-n):]
+}
+
 // waitReady polls probe until it succeeds, the process exits, or timeout passes; the
 // error then carries the last probe error and the tail of the process's log.
 func (p *process) waitReady(ctx context.Context, timeout time.Duration, probe func(context.Context) error) error {

@@ -27,6 +27,9 @@ import (
 
 var kube client.Client
 
+// controlPlane is the local control plane, for the logs a failing test shows.
+var controlPlane *localcluster.Cluster
+
 // metricsURL is where the controller under test serves Prometheus metrics.
 var metricsURL string
 
@@ -43,7 +46,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stop()
-	kube = k
+	kube, controlPlane = k, cluster
 	for _, ds := range testenv.SystemDaemonSets() {
 		if err := kube.Create(ctx, ds); err != nil {
 			fmt.Fprintln(os.Stderr, "creating DaemonSet", ds.Name, err)

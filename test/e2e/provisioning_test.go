@@ -33,6 +33,13 @@ func create(t *testing.T, objs ...client.Object) {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
+	eventuallyExplained(t, timeout, what, cond, func() string { return "" })
+}
+
+// eventuallyExplained is eventually with more to say when it fails: explain's
+// text (the control plane's side of it, say) follows the last state.
+func eventuallyExplained(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string), explain func() string) {
+	t.Helper()
 	last := ""
 	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, state := cond(ctx)
@@ -40,7 +47,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 		return ok, nil
 	})
 	if err != nil {
-		t.Fatalf("%s: not within %s; last state: %s", what, timeout, last)
+		t.Fatalf("%s: not within %s; last state: %s\n%s", what, timeout, last, explain())
 	}
 }
 

@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,7 +133,7 @@ func TestTerminationAroundTolerateEverythingDaemonSets(t *testing.T) {
 	for n := range runningOn(t, "tolerant", 1) {
 		node = n
 	}
-	eventually(t, 2*time.Minute, "kube-proxy and log-agent running on "+node, func(ctx context.Context) (bool, string) {
+	eventuallyExplained(t, 2*time.Minute, "kube-proxy and log-agent running on "+node, func(ctx context.Context) (bool, string) {
 		pods := &corev1.PodList{}
 		if err := kube.List(ctx, pods, client.InNamespace("kube-system")); err != nil {
 			return false, err.Error()
@@ -148,7 +151,7 @@ func TestTerminationAroundTolerateEverythingDaemonSets(t *testing.T) {
 			}
 		}
 		return running["kube-proxy"] && running["log-agent"], fmt.Sprintf("running %v; the node's daemon pods: %v", running, seen)
-	})
+	}, func() string { return daemonSetsExplained(node) })
 	claim := claimOfNode(t, node)
 	if err := kube.Delete(t.Context(), claim); err != nil {
 		t.Fatal(err)
@@ -190,4 +193,41 @@ func scheduledCondition(p *corev1.Pod) string {
 		}
 	}
 	return "none"
+}
+
+// daemonSetsExplained is what the control plane says of the DaemonSets and node:
+// the DaemonSets' status, kube-system's events, the components' log lines naming
+// the node.
+func daemonSetsExplained(node string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	dss := &appsv1.DaemonSetList{}
+	if err := kube.List(ctx, dss, client.InNamespace("kube-system")); err != nil {
+		fmt.Fprintf(&b, "listing DaemonSets: %v\n", err)
+	}
+	for _, ds := range dss.Items {
+		st := ds.Status
+		fmt.Fprintf(&b, "DaemonSet %s: desired %d, scheduled %d, ready %d, misscheduled %d, generation %d observed %d\n",
+			ds.Name, st.DesiredNumberScheduled, st.CurrentNumberScheduled, st.NumberReady, st.NumberMisscheduled, ds.Generation, st.ObservedGeneration)
+	}
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events, client.InNamespace("kube-system")); err != nil {
+		fmt.Fprintf(&b, "listing events: %v\n", err)
+	}
+	slices.SortFunc(events.Items, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	for _, e := range events.Items[max(0, len(events.Items)-30):] {
+		fmt.Fprintf(&b, "event %s %s %s/%s %s: %s\n", eventTime(e).Format(time.StampMilli), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+	b.WriteString(controlPlane.LogLines(node, 20))
+	return b.String()
+}
+
+// eventTime is when an event last happened: the scheduler's events carry only an
+// EventTime, the controllers' a LastTimestamp.
+func eventTime(e corev1.Event) time.Time {
+	if !e.LastTimestamp.IsZero() {
+		return e.LastTimestamp.Time
+	}
+	return e.EventTime.Time
 }

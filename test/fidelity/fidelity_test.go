@@ -8,7 +8,9 @@
 //
 // TAILOR_FIDELITY_SIZES sets the inflate sizes (default 40,100,500);
 // TAILOR_FIDELITY_SETTLE=1 then lets consolidation run and logs where each
-// workload comes to rest.
+// workload comes to rest. A run off its plan logs the nodes the two do not share;
+// TAILOR_FIDELITY_TIMELINE=1 adds when each claim launched, registered and
+// initialized, and each pod's nominations and binding.
 package fidelity
 
 import (
@@ -26,6 +28,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
@@ -106,11 +110,19 @@ type shape struct {
 	app         string
 	replicas    int32
 	cpu, memory string
+	pod         []testobj.PodOption
+}
+
+// workload is the Deployments measured together, on a NodePool of their own.
+type workload struct {
+	shapes []shape
+	pool   []testobj.NodePoolOption
 }
 
 // workloads are inflate (Karpenter's example: 1 cpu, 1.5Gi here so that memory
-// counts too) at each size, and a mix of three pod sizes.
-func workloads() map[string][]shape {
+// counts too) at each size, a mix of four pod sizes, and Karpenter's example
+// workloads side by side.
+func workloads() map[string]workload {
 	sizes := []int{40, 100, 500}
 	if s := os.Getenv("TAILOR_FIDELITY_SIZES"); s != "" {
 		sizes = nil
@@ -122,14 +134,58 @@ func workloads() map[string][]shape {
 			sizes = append(sizes, n)
 		}
 	}
-	out := map[string][]shape{
-		"mix": {{"mix-small", 30, "250m", "512Mi"}, {"mix-medium", 20, "1", "2Gi"}, {"mix-large", 10, "1500m", "6Gi"}, {"mix-memory", 6, "500m", "12Gi"}},
+	out := map[string]workload{
+		"mix":      {shapes: []shape{{"mix-small", 30, "250m", "512Mi", nil}, {"mix-medium", 20, "1", "2Gi", nil}, {"mix-large", 10, "1500m", "6Gi", nil}, {"mix-memory", 6, "500m", "12Gi", nil}}},
+		"examples": karpenterExamples(),
 	}
 	for _, n := range sizes {
 		name := fmt.Sprintf("inflate-%d", n)
-		out[name] = []shape{{name, int32(n), "1", "1536Mi"}}
+		out[name] = workload{shapes: []shape{{name, int32(n), "1", "1536Mi", nil}}}
 	}
 	return out
+}
+
+// karpenterExamples are the pods of Karpenter's examples/workloads (inflate,
+// arm64, spot, zone spread, hostname spread, an NVIDIA GPU; each 1 cpu and 256M),
+// 46 pods in all, on a NodePool that sells spot and on-demand capacity of every
+// architecture, as a default NodePool does.
+func karpenterExamples() workload {
+	spread := func(app, key string, skew int32) testobj.PodOption {
+		return testobj.Spread(key, skew, corev1.DoNotSchedule, map[string]string{"app": app})
+	}
+	return workload{
+		shapes: []shape{
+			{"ex-inflate", 10, "1", "256M", nil},
+			{"ex-arm64", 4, "1", "256M", []testobj.PodOption{testobj.NodeSelector(corev1.LabelArchStable, "arm64")}},
+			{"ex-spot", 10, "1", "256M", []testobj.PodOption{testobj.NodeSelector(v1.CapacityTypeLabelKey, v1.CapacityTypeSpot)}},
+			{"ex-zone-spread", 9, "1", "256M", []testobj.PodOption{spread("ex-zone-spread", corev1.LabelTopologyZone, 1)}},
+			{"ex-host-spread", 10, "1", "256M", []testobj.PodOption{spread("ex-host-spread", corev1.LabelHostname, 2)}},
+			{"ex-gpu-nvidia", 3, "1", "256M", []testobj.PodOption{gpuLimit("nvidia.com/gpu", "1")}},
+		},
+		pool: []testobj.NodePoolOption{spotAndOnDemand},
+	}
+}
+
+// spotAndOnDemand replaces the NodePool's capacity-type requirement with one that
+// allows both.
+func spotAndOnDemand(np *v1.NodePool) {
+	reqs := slices.DeleteFunc(np.Spec.Template.Spec.Requirements, func(r v1.NodeSelectorRequirementWithMinValues) bool {
+		return r.Key == v1.CapacityTypeLabelKey
+	})
+	np.Spec.Template.Spec.Requirements = append(reqs, v1.NodeSelectorRequirementWithMinValues{
+		Key: v1.CapacityTypeLabelKey, Operator: v1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}})
+}
+
+// gpuLimit sets a limit of an extended resource on the pod's first container, as
+// Karpenter's GPU example does; the API server defaults the request to it.
+func gpuLimit(name corev1.ResourceName, qty string) testobj.PodOption {
+	return func(p *corev1.Pod) {
+		c := &p.Spec.Containers[0]
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
+		}
+		c.Resources.Limits[name] = resource.MustParse(qty)
+	}
 }
 
 func TestPlanFidelity(t *testing.T) {
@@ -148,14 +204,14 @@ func TestPlanFidelity(t *testing.T) {
 
 // measure scales the workload's Deployments from zero at once on a NodePool of its
 // own, waits for every pod to run, and compares the NodeClaims with a fresh plan.
-func measure(t *testing.T, pool string, shapes []shape) {
+func measure(t *testing.T, pool string, w workload) {
 	ctx := t.Context()
 	// Measure provisioning alone: nothing is consolidated away.
-	np := nodePool(pool)
+	np := nodePool(pool, w.pool...)
 	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, np}
 	total := 0
-	for _, s := range shapes {
-		objs = append(objs, deployment(s.app, pool, s.replicas, s.cpu, s.memory))
+	for _, s := range w.shapes {
+		objs = append(objs, deployment(s.app, pool, s.replicas, s.cpu, s.memory, testobj.Template(s.pod...)))
 		total += int(s.replicas)
 	}
 	for _, o := range objs {
@@ -199,12 +255,125 @@ func measure(t *testing.T, pool string, shapes []shape) {
 	if len(plan.Unschedulable) > 0 {
 		t.Errorf("the fresh plan leaves %d pods unschedulable", len(plan.Unschedulable))
 	}
+	if nodeGap != 0 || math.Abs(priceGap) > 0.05 {
+		logGap(t, pool, claims, plan)
+		if os.Getenv("TAILOR_FIDELITY_TIMELINE") != "" {
+			logTimeline(t, pool, claims, start)
+		}
+	}
 	if math.Abs(priceGap) > 5 || math.Abs(nodeGap) > 5 {
 		t.Errorf("the live cluster is more than 5%% off its plan")
 	}
 	if os.Getenv("TAILOR_FIDELITY_SETTLE") != "" {
 		settle(t, np, its, plan, total)
 	}
+}
+
+// logGap logs the nodes the live cluster and the plan do not have in common, each
+// as its offering and the pods on it by app: where the live cluster went its own way.
+func logGap(t *testing.T, pool string, claims []v1.NodeClaim, plan *scheduling.Plan) {
+	t.Helper()
+	pods, err := workloadPods(t.Context(), pool)
+	if err != nil {
+		t.Logf("listing the pods: %v", err)
+		return
+	}
+	apps := map[string][]string{}
+	for _, p := range pods {
+		apps[p.Spec.NodeName] = append(apps[p.Spec.NodeName], p.Labels["app"])
+	}
+	live := map[string]int{}
+	for _, nc := range claims {
+		l := nc.Labels
+		live[nodeKey(l[corev1.LabelInstanceTypeStable], l[corev1.LabelTopologyZone], l[v1.CapacityTypeLabelKey], apps[nc.Status.NodeName])]++
+	}
+	planned := map[string]int{}
+	for _, n := range plan.NewNodes {
+		var a []string
+		for _, p := range n.Pods {
+			a = append(a, p.Labels["app"])
+		}
+		planned[nodeKey(n.InstanceType.Name, n.Offering.Zone, n.Offering.CapacityType, a)]++
+	}
+	for _, k := range slices.Sorted(maps.Keys(live)) {
+		if d := live[k] - planned[k]; d > 0 {
+			t.Logf("live only: %d × %s", d, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(planned)) {
+		if d := planned[k] - live[k]; d > 0 {
+			t.Logf("plan only: %d × %s", d, k)
+		}
+	}
+}
+
+// logTimeline logs, for TAILOR_FIDELITY_TIMELINE=1, each claim's offering and
+// when it launched, registered and initialized, and each pod's nominations (the
+// provisioner's events) and where and when the kube-scheduler bound it: the order
+// of events behind a gap.
+func logTimeline(t *testing.T, pool string, claims []v1.NodeClaim, start time.Time) {
+	t.Helper()
+	ctx := t.Context()
+	at := func(tm time.Time) string { return fmt.Sprintf("%+.1fs", tm.Sub(start).Seconds()) }
+	claimOfNode := map[string]string{}
+	for _, nc := range claims {
+		claimOfNode[nc.Status.NodeName] = nc.Name
+		var when []string
+		for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+			if cond := meta.FindStatusCondition(nc.Status.Conditions, c); cond != nil && cond.Status == metav1.ConditionTrue {
+				when = append(when, c+" "+at(cond.LastTransitionTime.Time))
+			}
+		}
+		t.Logf("claim %s %s %s %s: %s", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone],
+			nc.Labels[v1.CapacityTypeLabelKey], strings.Join(when, ", "))
+	}
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events, client.InNamespace("default")); err != nil {
+		t.Logf("listing events: %v", err)
+		return
+	}
+	byPod := map[string][]corev1.Event{}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "Pod" && (e.Reason == "Nominated" || e.Reason == "Scheduled") {
+			byPod[e.InvolvedObject.Name] = append(byPod[e.InvolvedObject.Name], e)
+		}
+	}
+	pods, err := workloadPods(ctx, pool)
+	if err != nil {
+		t.Logf("listing the pods: %v", err)
+		return
+	}
+	for _, p := range pods {
+		evs := byPod[p.Name]
+		slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+		var story []string
+		for _, e := range evs {
+			story = append(story, fmt.Sprintf("%s %s", at(eventTime(e)), strings.TrimPrefix(strings.TrimPrefix(e.Message, "Pod should schedule on: "), "Successfully assigned ")))
+		}
+		t.Logf("pod %s (%s) on claim %s: %s", p.Name, p.Labels["app"], claimOfNode[p.Spec.NodeName], strings.Join(story, "; "))
+	}
+}
+
+// eventTime is when an event last happened: the kube-scheduler's events carry only
+// an EventTime, the controllers' a LastTimestamp.
+func eventTime(e corev1.Event) time.Time {
+	if !e.LastTimestamp.IsZero() {
+		return e.LastTimestamp.Time
+	}
+	return e.EventTime.Time
+}
+
+// nodeKey names a node by its offering and its pods' apps, counted.
+func nodeKey(instanceType, zone, capacityType string, apps []string) string {
+	counts := map[string]int{}
+	for _, a := range apps {
+		counts[a]++
+	}
+	var parts []string
+	for _, a := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s×%d", a, counts[a]))
+	}
+	return fmt.Sprintf("%s %s %s [%s]", instanceType, zone, capacityType, strings.Join(parts, " "))
 }
 
 // consolidateNow sets the NodePool's consolidateAfter to 0s, its API default.

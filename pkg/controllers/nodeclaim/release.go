@@ -26,7 +26,9 @@ import (
 // fixed time: the kube-scheduler backs off a pod it failed to place for up to 10
 // seconds, so the pods of a node that just came up are placed within a second or
 // within ten. Two tiers, not one per size: a middle tier opened on its own draws
-// the pods planned for the larger nodes as much as the larger ones would.
+// the pods planned for the larger nodes as much as the larger ones would. A third
+// rank, after the larger nodes, holds the small nodes of a zone spread whose other
+// pods are planned on larger nodes (see AfterOthers).
 
 // ReleaseSettle is how long a batch's larger nodes wait after its smaller ones
 // settled.
@@ -129,6 +131,32 @@ func (o *ReleaseOrder) Batch(sizes []float64) *ReleaseBatch {
 		}
 	}
 	return b
+}
+
+// AfterOthers marks the nodes planned for pods the kube-scheduler places only after
+// pods planned for other nodes (a zone spread): when some of them are larger
+// nodes, the smallest ones register last, after the larger ones. A zone whose
+// spread pods wait on a larger node held back counts as empty and caps the spread
+// pods of the other zones, whose room on the small nodes, kept for them only by a
+// nomination the kube-scheduler clears at each failed attempt, goes to other
+// pods. Opened last, they find the larger nodes' zones filled, and catch up. To
+// be called before the claims are added.
+func (b *ReleaseBatch) AfterOthers(after []bool) {
+	if b == nil {
+		return
+	}
+	split := false
+	for i, a := range after {
+		split = split || (a && b.ranks[i] > 0)
+	}
+	if !split {
+		return
+	}
+	for i, a := range after {
+		if a && b.ranks[i] == 0 {
+			b.ranks[i] = 2
+		}
+	}
 }
 
 // NominatePods has registration name each of the batch's nodes to the pods planned

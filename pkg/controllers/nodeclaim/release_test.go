@@ -221,3 +221,63 @@ func TestReleaseAnnouncesNodesToTheirPods(t *testing.T) {
 		t.Errorf("claims with no pods still remembered: announced %v, closed %v", o.announced, o.closed)
 	}
 }
+
+// The small nodes planned for pods placed after others (a zone spread) register
+// after the large nodes when some of those pods are planned on the large ones, so
+// that the zone the large nodes are in is not empty of the spread's pods while the
+// small nodes open; when all of them are on small nodes, nothing changes.
+func TestPodsPlacedAfterOthersOpenLast(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := NewReleaseOrder(clk)
+	small, large := NodeSize(2000, 4<<30), NodeSize(4000, 16<<30)
+	b := o.Batch([]float64{small, small, large})
+	b.AfterOthers([]bool{false, true, true})
+	for i, name := range []string{"plain", "spread", "gpu"} {
+		b.Add(i, name)
+	}
+	up := map[string]bool{}
+	observe := func() {
+		o.Observe(func(string) bool { return true }, func(n string) bool { return up[n] }, func(string) bool { return false })
+	}
+	for _, name := range []string{"plain", "spread", "gpu"} {
+		o.Hold(name)
+	}
+	if _, known := o.Due("spread"); known {
+		t.Fatal("the small node planned for a spread pod has its moment before the large node opened")
+	}
+	up["plain"] = true
+	observe()
+	hold, known := o.Due("gpu")
+	if !known {
+		t.Fatal("the large node waits for more than the small node without spread pods")
+	}
+	clk.Step(hold)
+	if h := o.Hold("gpu"); h != 0 {
+		t.Fatalf("the large node still held %v", h)
+	}
+	if h, known := o.Due("spread"); known || h == 0 {
+		t.Fatalf("the spread pod's small node due in %v (known %v) before the large node settled", h, known)
+	}
+	up["gpu"] = true
+	observe()
+	hold, known = o.Due("spread")
+	if !known {
+		t.Fatal("the spread pod's small node has no moment once the large node settled")
+	}
+	clk.Step(hold)
+	if h := o.Hold("spread"); h != 0 {
+		t.Errorf("the spread pod's small node still held %v", h)
+	}
+
+	// Spread pods on small nodes only: the small nodes open together, first.
+	o = NewReleaseOrder(clk)
+	b = o.Batch([]float64{small, small, large})
+	b.AfterOthers([]bool{false, true, false})
+	for i, name := range []string{"plain", "spread", "large"} {
+		b.Add(i, name)
+	}
+	o.Hold("plain")
+	if _, known := o.Due("spread"); !known {
+		t.Error("a spread pod's small node waits though no spread pod is on a large node")
+	}
+}

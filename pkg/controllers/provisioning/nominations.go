@@ -30,6 +30,9 @@ type nomination struct {
 	at    time.Time
 	// pod names the pod, for the release order (see nodeclaim.ReleaseOrder.Plan).
 	pod k8stypes.NamespacedName
+	// afterOthers says the kube-scheduler may place the pod only once pods
+	// planned for other nodes have landed (see placedAfterOthers).
+	afterOthers bool
 }
 
 // nominations remember the room found for pending pods. A pod that waits for a
@@ -169,7 +172,24 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 
 // nominate records that pod waits for claim, from now.
 func (n nominations) nominate(pod *corev1.Pod, claim string, now time.Time) {
-	n[pod.UID] = nomination{claim: claim, at: now, pod: client.ObjectKeyFromObject(pod)}
+	n[pod.UID] = nomination{claim: claim, at: now, pod: client.ObjectKeyFromObject(pod), afterOthers: placedAfterOthers(pod)}
+}
+
+// placedAfterOthers reports a pod whose placement the kube-scheduler may put off
+// until pods planned for other nodes have landed: a hard topology spread over a
+// key other than the hostname (a zone whose planned pods wait for nodes still
+// held back counts as empty, and caps the pods of the other zones), or a required
+// pod affinity (its peers may be planned on such nodes). Such a pod waiting for
+// its node must not hold back the batch's larger nodes (see
+// nodeclaim.ReleaseOrder): the wait would last until the hold ran out.
+func placedAfterOthers(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.DoNotSchedule && c.TopologyKey != corev1.LabelHostname {
+			return true
+		}
+	}
+	a := pod.Spec.Affinity
+	return a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }
 
 // claimNodes maps each live NodeClaim to its node in in.Nodes: the registered node

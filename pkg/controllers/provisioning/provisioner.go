@@ -318,6 +318,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		sizes[i] = nodeclaim.NodeSize(n.InstanceType.Capacity.Cpu().MilliValue(), n.InstanceType.Capacity.Memory().Value())
 	}
 	batch := p.release.Batch(sizes)
+	batch.AfterOthers(withPodsPlacedAfterOthers(plan.NewNodes))
 	if podShapes(plan.NewNodes) > 1 {
 		batch.NominatePods()
 	}
@@ -370,7 +371,8 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 }
 
 // observeReleases tells the release order which claims are settled: up, with no
-// pod waiting for them any more (bound, or its room taken).
+// pod waiting for them any more (bound, or its room taken) but those that may be
+// placed only after pods planned for other nodes (see placedAfterOthers).
 func (p *Provisioner) observeReleases(claims []*v1.NodeClaim) {
 	live := make(map[string]*v1.NodeClaim, len(claims))
 	for _, nc := range claims {
@@ -378,11 +380,26 @@ func (p *Provisioner) observeReleases(claims []*v1.NodeClaim) {
 			live[nc.Name] = nc
 		}
 	}
-	waiting := p.podsByClaim()
+	holding := map[string]bool{}
+	for _, nom := range p.nominated {
+		if nom.claim != "" && !nom.afterOthers {
+			holding[nom.claim] = true
+		}
+	}
 	p.release.Observe(func(name string) bool { return live[name] != nil },
 		func(name string) bool { return live[name] != nil && claimUp(live[name]) },
-		func(name string) bool { return len(waiting[name]) > 0 })
-	p.release.Plan(waiting)
+		func(name string) bool { return holding[name] })
+	p.release.Plan(p.podsByClaim())
+}
+
+// withPodsPlacedAfterOthers marks the new nodes planned for pods placed after
+// others (see placedAfterOthers).
+func withPodsPlacedAfterOthers(nodes []*scheduling.NewNode) []bool {
+	out := make([]bool, len(nodes))
+	for i, n := range nodes {
+		out[i] = slices.ContainsFunc(n.Pods, placedAfterOthers)
+	}
+	return out
 }
 
 // podShapes counts the different resource requests of the new nodes' pods.

@@ -164,6 +164,31 @@ func runGroup(t *testing.T, kube client.Client, group []*example) {
 	}
 }
 
+// podEvents lists the events of a pod, oldest first, as "time source reason:
+// message".
+func podEvents(ctx context.Context, kube client.Client, pod *corev1.Pod) string {
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events, client.InNamespace(pod.Namespace), client.MatchingFields{"involvedObject.name": pod.Name}); err != nil {
+		return err.Error()
+	}
+	when := func(e corev1.Event) time.Time {
+		if !e.LastTimestamp.IsZero() {
+			return e.LastTimestamp.Time
+		}
+		return e.EventTime.Time
+	}
+	slices.SortFunc(events.Items, func(a, b corev1.Event) int { return when(a).Compare(when(b)) })
+	var out []string
+	for _, e := range events.Items {
+		source := e.Source.Component
+		if source == "" {
+			source = e.ReportingController
+		}
+		out = append(out, fmt.Sprintf("%s %s %s: %s", when(e).Format(time.TimeOnly), source, e.Reason, e.Message))
+	}
+	return "[" + strings.Join(out, "; ") + "]"
+}
+
 // check is one thing a group waits for: done, or what it is at.
 type check struct {
 	name string
@@ -227,7 +252,8 @@ func runningCheck(kube client.Client, file string, pod *corev1.Pod, np *v1.NodeP
 	class := np.Spec.Template.Spec.NodeClassRef.Name
 	return check{name: file + ": pod " + pod.Name, done: func(ctx context.Context) (bool, string) {
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return false, err.Error()
+			// A pod gone (evicted, or collected with its node): its events say how.
+			return false, fmt.Sprintf("%v; its events: %s", err, podEvents(ctx, kube, pod))
 		}
 		if pod.Status.Phase != corev1.PodRunning {
 			claims := &v1.NodeClaimList{}

@@ -67,7 +67,12 @@ kube-controller-manager), kwok for nodes, and the Tailor controller on this mach
 		return sandbox.ServeFakeAWS(ctx, f.dir)
 	})
 	fakeAWS.Hidden = true
-	cmd.AddCommand(up, down, status, demo, fakeAWS)
+	// internal: the process `up` starts beside kwok
+	kwokResync := sub("kwok-resync", "start pods kwok missed, as a kubelet's periodic sync would", func(ctx context.Context) error {
+		return sandbox.ServeKwokResync(ctx, f.dir)
+	})
+	kwokResync.Hidden = true
+	cmd.AddCommand(up, down, status, demo, fakeAWS, kwokResync)
 	return cmd
 }
 

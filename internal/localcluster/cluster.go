@@ -60,6 +60,8 @@ type Cluster struct {
 	procs  []*process
 	ownDir bool
 	detach bool
+	// stopResync ends ResyncKwokPods, run beside kwok when not detached.
+	stopResync func()
 }
 
 // Start brings up the control plane and waits until every component is ready. On
@@ -214,6 +216,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		if err := createControlPlaneNode(ctx, c.Config); err != nil {
 			return nil, err
 		}
+		if !opts.Detach { // a detached cluster's owner runs it (tailor sandbox)
+			resyncCtx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_ = ResyncKwokPods(resyncCtx, c.Config, KwokResyncInterval, KwokResyncInterval)
+			}()
+			c.stopResync = func() { cancel(); <-done }
+		}
 	}
 	return c, nil
 }
@@ -255,12 +266,21 @@ options:
   nodeLeaseParallelism: 16
 `
 
+// KwokResyncInterval is how often ResyncKwokPods looks, and how long a bound pod
+// waits for kwok before it is touched: a kubelet notices a missed pod at its next
+// sync, seconds later.
+const KwokResyncInterval = 5 * time.Second
+
 // KwokNodeAnnotation marks the Nodes kwok manages (value "fake").
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
 // Stop ends every component, newest first, and removes the working directory if
 // Start created it. It is safe to call more than once.
 func (c *Cluster) Stop() {
+	if c.stopResync != nil {
+		c.stopResync()
+		c.stopResync = nil
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		c.procs[i].stop(10 * time.Second)
 	}

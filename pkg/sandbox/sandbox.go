@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodetailor/tailor/config/crd"
@@ -70,6 +71,9 @@ func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
 			_ = localcluster.StopDetached(opts.Dir, 5*time.Second)
 		}
 	}()
+	if err := startKwokResync(opts); err != nil {
+		return err
+	}
 	var manifests [][]byte
 	var controllerArgs, controllerEnv []string
 	switch opts.Cloud {
@@ -197,6 +201,34 @@ func startController(ctx context.Context, opts Options, kubeconfig string, args,
 	}
 }
 
+// startKwokResync runs ServeKwokResync in the background: the sandbox's
+// components outlive `up`, so the resync the tests' clusters run in-process
+// needs a process of its own here.
+func startKwokResync(opts Options) error {
+	logFile, err := os.Create(filepath.Join(opts.Dir, "kwok-resync.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(opts.Tailor, "sandbox", "kwok-resync", "--dir", opts.Dir)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting the kwok resync: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return localcluster.RecordProcess(opts.Dir, "kwok-resync", cmd.Process.Pid)
+}
+
+// ServeKwokResync runs localcluster.ResyncKwokPods on the sandbox until ctx ends.
+func ServeKwokResync(ctx context.Context, dir string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", Kubeconfig(dir))
+	if err != nil {
+		return err
+	}
+	return localcluster.ResyncKwokPods(ctx, cfg, localcluster.KwokResyncInterval, localcluster.KwokResyncInterval)
+}
+
 // newClient is a client of the sandbox's API server that knows Tailor's types.
 func newClient(cfg *rest.Config) (client.Client, error) {
 	scheme, err := operator.Scheme()
@@ -289,7 +321,7 @@ func Status(dir string, out io.Writer) error {
 		}
 		return err
 	}
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "fake-aws", "tailor-controller"} {
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "kwok-resync", "fake-aws", "tailor-controller"} {
 		if up, ok := procs[name]; ok {
 			state := "running"
 			if !up {

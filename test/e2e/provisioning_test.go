@@ -43,7 +43,12 @@ func eventuallyExplained(t *testing.T, timeout time.Duration, what string, cond 
 	last := ""
 	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, state := cond(ctx)
-		last = state
+		// A call at the poll's deadline fails on the deadline (client-go's rate
+		// limiter refuses to wait past it) and says nothing about the cluster:
+		// keep the state seen before it.
+		if deadline, has := ctx.Deadline(); !has || time.Until(deadline) > 2*time.Second || last == "" {
+			last = state
+		}
 		return ok, nil
 	})
 	if err != nil {

@@ -55,7 +55,7 @@ func TestSandboxDemo(t *testing.T) {
 		t.Errorf("sandbox up does not print the kubeconfig:\n%s", up)
 	}
 	status := run("sandbox", "status")
-	for _, c := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "tailor-controller"} {
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok", "kwok-resync", "tailor-controller"} {
 		if !strings.Contains(status, c) || strings.Contains(status, c+" stopped") {
 			t.Errorf("status does not show %s running:\n%s", c, status)
 		}
@@ -118,7 +118,7 @@ func TestSandboxOnFakeAWS(t *testing.T) {
 
 	run("sandbox", "up", "--cloud", "aws")
 	status := run("sandbox", "status")
-	for _, c := range []string{"kwok", "fake-aws", "tailor-controller"} {
+	for _, c := range []string{"kwok", "kwok-resync", "fake-aws", "tailor-controller"} {
 		if !strings.Contains(status, c) || strings.Contains(status, c+" stopped") {
 			t.Errorf("status does not show %s running:\n%s", c, status)
 		}

@@ -221,7 +221,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				_ = ResyncKwokPods(resyncCtx, c.Config, KwokResyncInterval, KwokResyncInterval)
+				_ = ResyncKwokPods(resyncCtx, c.Config)
 			}()
 			c.stopResync = func() { cancel(); <-done }
 		}

@@ -20,15 +20,16 @@ const ResyncAnnotation = "localcluster.tailor.sh/kwok-resync"
 // Lease and seeing that Lease in its cache (it takes the node for another
 // holder's), and it lists the node's pods only once, just before; such a pod —
 // typically a DaemonSet pod, bound as its node registers — stays Pending for
-// good. Every interval, a pod bound to a kwok node and still Pending `after` its
-// binding (or its last touch) gets an annotation, an update kwok does act on. It
-// returns when ctx ends; an API error waits for the next round.
-func ResyncKwokPods(ctx context.Context, cfg *rest.Config, interval, after time.Duration) error {
+// good. Every KwokResyncInterval, a pod bound to a kwok node and still Pending
+// that long after its binding (or its last touch) gets an annotation, an update
+// kwok does act on. It returns when ctx ends; an API error waits for the next
+// round.
+func ResyncKwokPods(ctx context.Context, cfg *rest.Config) error {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	ticker := time.NewTicker(interval)
+	ticker := time.NewTicker(KwokResyncInterval)
 	defer ticker.Stop()
 	for {
 		select {
@@ -36,7 +37,7 @@ func ResyncKwokPods(ctx context.Context, cfg *rest.Config, interval, after time.
 			return nil
 		case <-ticker.C:
 		}
-		_ = resyncOnce(ctx, kube, after)
+		_ = resyncOnce(ctx, kube, KwokResyncInterval)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodetailor/tailor/internal/fakeaws"
-	"github.com/nodetailor/tailor/internal/localcluster"
 )
 
 //go:embed aws.yaml
@@ -111,22 +109,10 @@ func serverVersion(cfg *rest.Config) string {
 
 // startFakeAWS runs ServeFakeAWS in the background and returns its endpoint.
 func startFakeAWS(ctx context.Context, opts Options) (string, error) {
-	logFile, err := os.Create(filepath.Join(opts.Dir, "fake-aws.log"))
+	exited, logFile, err := startDetached(opts.Dir, "fake-aws", "fake-aws.log", exec.Command(opts.Tailor, "sandbox", "fake-aws", "--dir", opts.Dir))
 	if err != nil {
 		return "", err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(opts.Tailor, "sandbox", "fake-aws", "--dir", opts.Dir)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("starting the fake AWS: %w", err)
-	}
-	if err := localcluster.RecordProcess(opts.Dir, "fake-aws", cmd.Process.Pid); err != nil {
-		return "", err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	deadline := time.After(30 * time.Second)
 	for {
 		url, err := os.ReadFile(filepath.Join(opts.Dir, fakeAWSURLFile))
@@ -138,9 +124,9 @@ func startFakeAWS(ctx context.Context, opts Options) (string, error) {
 		}
 		select {
 		case err := <-exited:
-			return "", fmt.Errorf("the fake AWS exited (%v); see %s", err, logFile.Name())
+			return "", fmt.Errorf("the fake AWS exited (%v); see %s", err, logFile)
 		case <-deadline:
-			return "", fmt.Errorf("the fake AWS does not serve after 30s; see %s", logFile.Name())
+			return "", fmt.Errorf("the fake AWS does not serve after 30s; see %s", logFile)
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-time.After(100 * time.Millisecond):

@@ -157,29 +157,18 @@ func startController(ctx context.Context, opts Options, kubeconfig string, args,
 		ports[i] = l.Addr().(*net.TCPAddr).Port
 		l.Close()
 	}
-	logFile, err := os.Create(filepath.Join(opts.Dir, "tailor.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
 	cmd := exec.Command(opts.Tailor, "controller", "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(ports[0]),
 		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]))
 	cmd.Args = append(cmd.Args, args...)
 	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s controller: %w", opts.Tailor, err)
-	}
-	if err := localcluster.RecordProcess(opts.Dir, "tailor-controller", cmd.Process.Pid); err != nil {
+	exited, logFile, err := startDetached(opts.Dir, "tailor-controller", "tailor.log", cmd)
+	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(opts.Dir, "metrics-address"), []byte("127.0.0.1:"+strconv.Itoa(ports[0])), 0o644); err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	deadline := time.After(60 * time.Second)
 	for {
 		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz")
@@ -191,9 +180,9 @@ func startController(ctx context.Context, opts Options, kubeconfig string, args,
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the controller exited (%v); see %s", err, logFile.Name())
+			return fmt.Errorf("the controller exited (%v); see %s", err, logFile)
 		case <-deadline:
-			return fmt.Errorf("the controller is not ready after 60s; see %s", logFile.Name())
+			return fmt.Errorf("the controller is not ready after 60s; see %s", logFile)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
@@ -205,19 +194,31 @@ func startController(ctx context.Context, opts Options, kubeconfig string, args,
 // components outlive `up`, so the resync the tests' clusters run in-process
 // needs a process of its own here.
 func startKwokResync(opts Options) error {
-	logFile, err := os.Create(filepath.Join(opts.Dir, "kwok-resync.log"))
+	_, _, err := startDetached(opts.Dir, "kwok-resync", "kwok-resync.log", exec.Command(opts.Tailor, "sandbox", "kwok-resync", "--dir", opts.Dir))
+	return err
+}
+
+// startDetached starts cmd in a session of its own, its output in dir/logName,
+// and records it as name for Status and Down. exited receives its end; logPath
+// is for errors that send the user to the log.
+func startDetached(dir, name, logName string, cmd *exec.Cmd) (exited <-chan error, logPath string, err error) {
+	logPath = filepath.Join(dir, logName)
+	logFile, err := os.Create(logPath)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(opts.Tailor, "sandbox", "kwok-resync", "--dir", opts.Dir)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the kwok resync: %w", err)
+		return nil, "", fmt.Errorf("starting %s: %w", name, err)
 	}
-	go func() { _ = cmd.Wait() }()
-	return localcluster.RecordProcess(opts.Dir, "kwok-resync", cmd.Process.Pid)
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	if err := localcluster.RecordProcess(dir, name, cmd.Process.Pid); err != nil {
+		return nil, "", err
+	}
+	return ch, logPath, nil
 }
 
 // ServeKwokResync runs localcluster.ResyncKwokPods on the sandbox until ctx ends.
@@ -226,7 +227,7 @@ func ServeKwokResync(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	return localcluster.ResyncKwokPods(ctx, cfg, localcluster.KwokResyncInterval, localcluster.KwokResyncInterval)
+	return localcluster.ResyncKwokPods(ctx, cfg)
 }
 
 // newClient is a client of the sandbox's API server that knows Tailor's types.

@@ -35,9 +35,12 @@ image:
 	  -layout ../../out/tailor-image -tarball ../../out/tailor-image.tar
 
 ## tools: the local control plane (etcd, kube-apiserver, kube-scheduler,
-## kube-controller-manager, kwok) and controller-gen, built from the Go module proxy
+## kube-controller-manager, kwok) and controller-gen, built from source from the Go
+## module proxy; TOOLS="kwok controller-gen" builds only those (control-plane: all but
+## controller-gen). A first run takes minutes (README.md); after that, a second.
+TOOLS :=
 tools:
-	@bash hack/tools.sh
+	@bash hack/tools.sh $(TOOLS)
 
 ## generate: deepcopy functions and CRDs from api/ (the CRDs copied into
 ## charts/tailor-crd), and the chart's RBAC from the +kubebuilder:rbac markers
@@ -110,8 +113,10 @@ fuzz:
 test-unit:
 	go test $(GO_TEST_FLAGS) ./api/... ./pkg/...
 
-## demo: the README's main job — a sandbox cluster autoscaling the seed example
-demo: tools build
+## demo: the README's main job — a sandbox cluster autoscaling the seed example; it
+## builds only the tools the sandbox runs (not controller-gen)
+demo: build
+	@bash hack/tools.sh control-plane
 	@bash hack/demo.sh
 
 clean:

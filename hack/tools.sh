@@ -1,7 +1,22 @@
 #!/usr/bin/env bash
 # Builds the binaries the tests, the sandbox and code generation need into bin/, from
-# the Go module proxy at pinned versions. A binary already built from the same pins is
-# skipped, so a second run costs a second.
+# the Go module proxy at pinned versions. Nothing else can be fetched (no image pulls,
+# no release downloads), so the control plane is compiled from source: a first run
+# downloads about 155 MB of modules and compiles about 3,000 packages. A binary already
+# built from the same pins is skipped, so a second run costs a second.
+#
+#   hack/tools.sh [NAME...]
+#
+# NAME is etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok (with its
+# stage configs) or controller-gen; control-plane is the five the sandbox, `make demo`
+# and the end-to-end tests run (all but controller-gen); all (the default) is every one.
+#
+# The control-plane binaries share most of their packages, so the ones missing are built
+# by one `go build`, which compiles each shared package once and keeps both cores busy.
+# Go commands run one at a time: a second one beside it only splits the same two cores.
+# While a build runs, the script says what it builds, how many packages it has
+# compiled and how long that usually takes; on a terminal one line is redrawn in place,
+# otherwise a line is printed every TAILOR_TOOLS_PROGRESS_EVERY seconds (30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -11,41 +26,184 @@ mkdir -p "$bin"
 KWOK_VERSION=v0.8.0
 CONTROLLER_TOOLS_VERSION=v0.19.0
 
-# stamp NAME PIN: the pin a binary was built from, so a changed pin rebuilds it.
+# How long a build usually takes on 2 otherwise idle cores, for the progress lines'
+# estimate only (see docs/development.md): seconds with an empty Go build cache and the
+# modules already downloaded, the packages that compiles, and the seconds of a build
+# with everything cached (the link alone). A build with some packages cached is
+# estimated by the share it compiles.
+K8S_COLD_SECONDS=420 K8S_PACKAGES=2442 K8S_LINK_SECONDS=40
+KWOK_COLD_SECONDS=100 KWOK_PACKAGES=973 KWOK_LINK_SECONDS=5
+CONTROLLER_GEN_COLD_SECONDS=60 CONTROLLER_GEN_PACKAGES=407 CONTROLLER_GEN_LINK_SECONDS=3
+# estimate COLD PACKAGES LINK TOTAL: the seconds a build compiling TOTAL packages takes.
+estimate() { echo $(($3 + ($1 - $3) * $4 / $2)); }
+
+every=${TAILOR_TOOLS_PROGRESS_EVERY:-30}
+tty=false
+if [ -t 1 ] && [ -z "${CI:-}" ] && [ "${TERM:-dumb}" != dumb ]; then tty=true; fi
+
+k8s_tools="etcd kube-apiserver kube-scheduler kube-controller-manager"
+k8s_pkg() {
+  case $1 in
+    etcd) echo go.etcd.io/etcd/server/v3 ;;
+    *) echo "k8s.io/kubernetes/cmd/$1" ;;
+  esac
+}
+
+want=" "
+[ $# -gt 0 ] || set -- all
+for arg in "$@"; do
+  case $arg in
+    all) want+="$k8s_tools kwok controller-gen " ;;
+    control-plane) want+="$k8s_tools kwok " ;;
+    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen) want+="$arg " ;;
+    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, control-plane or all)" >&2; exit 2 ;;
+  esac
+done
+wants() { case $want in *" $1 "*) return 0 ;; esac; return 1; }
+
+# The pin a binary was built from is kept beside it, so a changed pin rebuilds it.
 up_to_date() { [ -x "$bin/$1" ] && [ -f "$bin/.$1.pin" ] && [ "$(cat "$bin/.$1.pin")" = "$2" ]; }
 mark() { printf '%s' "$2" > "$bin/.$1.pin"; }
+dur() { if [ "$1" -ge 60 ]; then printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); else printf '%ds' "$1"; fi; }
+list() { local out="" n; for n in "$@"; do out+="${out:+, }$n"; done; printf '%s' "$out"; }
 
+# Scratch space on the same file system as bin/, so finished binaries are moved in whole.
+work=$(mktemp -d "$bin/.tools.XXXXXX")
+job=""
+cleanup() {
+  if [ -n "$job" ]; then kill "$job" 2>/dev/null || true; wait "$job" 2>/dev/null || true; fi
+  if $tty; then printf '\r\033[K'; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# watch WHAT LOG [COLD TOTAL]: waits for the background go command $job, whose output
+# goes to LOG, saying what it does: downloading modules, or (with COLD and TOTAL, for a
+# go build -v, which prints a line per package it compiles) compiling.
+cols=""
+if $tty; then cols=$( (stty size < /dev/tty) 2>/dev/null | awk '{print $2}' || true); fi
+watch() {
+  local what=$1 log=$2 cold=${3:-} total=${4:-} start=$SECONDS last=$SECONDS n status elapsed current
+  while kill -0 "$job" 2>/dev/null; do
+    sleep 1
+    elapsed=$(dur $((SECONDS - start)))
+    current=""
+    if grep -q '^go: downloading' "$log" && ! grep -Eq '^[[:alnum:]._~/-]+$' "$log"; then
+      status="downloading modules for $what ($elapsed elapsed, $(grep -c '^go: downloading' "$log") modules so far; a first run only)"
+    elif [ -z "$cold" ]; then
+      status="working out what $what needs ($elapsed elapsed)"
+    elif [ "$total" -eq 0 ]; then
+      status="linking $what ($elapsed elapsed, usually ~$(dur "$cold") on 2 idle cores)"
+    else
+      n=$(grep -Ec '^[[:alnum:]._~/-]+$' "$log" || true)
+      status="building $what ($elapsed elapsed, $n of $total packages compiled; usually ~$(dur "$cold") on 2 idle cores)"
+      current=$(tail -n 1 "$log")
+    fi
+    if $tty; then
+      status="tools: $status${current:+ $current}"
+      printf '\r\033[K%s' "${status:0:${cols:-100}-1}"
+    elif [ $((SECONDS - last)) -ge "$every" ]; then
+      echo "tools: still $status"
+      last=$SECONDS
+    fi
+  done
+  if $tty; then printf '\r\033[K'; fi
+  local rc=0
+  wait "$job" || rc=$?
+  job=""
+  if [ "$rc" -ne 0 ]; then
+    echo "tools: building $what failed:" >&2
+    grep -Ev '^[[:alnum:]._~/-]+$' "$log" | tail -n 60 >&2
+    exit "$rc"
+  fi
+}
+
+# run LOG CMD...: starts a go command in the background, its output in LOG.
+run() { local log=$1; shift; "$@" > "$log" 2>&1 & job=$!; }
+
+# The control-plane binaries from hack/k8s, which pins k8s.io/kubernetes and etcd.
 k8s_pin=$(cat hack/k8s/go.mod hack/k8s/go.sum | sha256sum | cut -c1-16)
-build_k8s() { # NAME PACKAGE
-  local name=$1 pkg=$2
-  if up_to_date "$name" "$k8s_pin"; then echo "tools: $name is up to date"; return; fi
-  echo "tools: building $name from $pkg (hack/k8s) ..."
-  local start=$SECONDS
-  (cd hack/k8s && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$bin/$name" "$pkg")
-  mark "$name" "$k8s_pin"
-  echo "tools: built $name in $((SECONDS - start))s"
-}
-install_at() { # NAME PACKAGE@VERSION
-  local name=$1 ref=$2
-  if up_to_date "$name" "$ref"; then echo "tools: $name is up to date"; return; fi
-  echo "tools: building $name from $ref ..."
-  local start=$SECONDS
-  GOBIN="$bin" CGO_ENABLED=0 go install -trimpath -ldflags=-s "$ref"
-  mark "$name" "$ref"
-  echo "tools: built $name in $((SECONDS - start))s"
-}
+todo_k8s="" pkgs=""
+for name in $k8s_tools; do
+  wants "$name" || continue
+  if up_to_date "$name" "$k8s_pin"; then echo "tools: $name is up to date"; continue; fi
+  todo_k8s+="$name "
+  pkgs+="$(k8s_pkg "$name") "
+done
+todo_go=""
+wants kwok && { up_to_date kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" && echo "tools: kwok is up to date" || todo_go+="kwok "; }
+wants controller-gen && { up_to_date controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" && echo "tools: controller-gen is up to date" || todo_go+="controller-gen "; }
 
-build_k8s etcd go.etcd.io/etcd/server/v3
-build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-build_k8s kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
-build_k8s kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-install_at kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-install_at controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
+if [ -n "$todo_k8s$todo_go" ]; then
+  # shellcheck disable=SC2086
+  echo "tools: building $(list $todo_k8s $todo_go) from source (the Go module proxy is all this can fetch)"
+  # An estimate of the whole, unless only some of the four control-plane binaries are
+  # missing (then each step says what it has to compile).
+  case $todo_k8s in "" | "etcd kube-apiserver kube-scheduler kube-controller-manager ")
+    cold=0
+    [ -z "$todo_k8s" ] || cold=$((cold + K8S_COLD_SECONDS))
+    case $todo_go in *kwok*) cold=$((cold + KWOK_COLD_SECONDS)) ;; esac
+    case $todo_go in *controller-gen*) cold=$((cold + CONTROLLER_GEN_COLD_SECONDS)) ;; esac
+    echo "tools: with an empty Go build cache that takes about $(dur "$cold") on 2 idle cores, longer on a busy machine, and a first run downloads the modules too"
+    ;;
+  esac
+fi
+total_start=$SECONDS
+
+if [ -n "$todo_k8s" ]; then
+  # shellcheck disable=SC2086
+  set -- $todo_k8s
+  what=$(list "$@")
+  start=$SECONDS
+  # What it would run, which downloads the modules on a first run: a compile per
+  # package not in the Go build cache yet.
+  # shellcheck disable=SC2086
+  run "$work/k8s-n.log" bash -c "cd hack/k8s && CGO_ENABLED=0 exec go build -n -trimpath -ldflags=-s -o '$work/k8s/' $pkgs"
+  watch "$what" "$work/k8s-n.log"
+  total=$(grep -c '/compile -o ' "$work/k8s-n.log" || true)
+  cold=$(estimate $K8S_COLD_SECONDS $K8S_PACKAGES $((K8S_LINK_SECONDS * $# / 4)) "$total")
+  echo "tools: compiling $what (hack/k8s: k8s.io/kubernetes and etcd) in one go build: $total packages not in the Go build cache yet, usually ~$(dur "$cold") on 2 idle cores ..."
+  mkdir -p "$work/k8s"
+  # shellcheck disable=SC2086
+  run "$work/k8s.log" bash -c "cd hack/k8s && CGO_ENABLED=0 exec go build -v -trimpath -ldflags=-s -o '$work/k8s/' $pkgs"
+  watch "$what" "$work/k8s.log" "$cold" "$total"
+  for name in $todo_k8s; do
+    pkg=$(k8s_pkg "$name")
+    out=${pkg##*/}
+    case $out in v[0-9]*) pkg=${pkg%/*}; out=${pkg##*/} ;; esac # go.etcd.io/etcd/server/v3 builds "server"
+    mv -f "$work/k8s/$out" "$bin/$name"
+    mark "$name" "$k8s_pin"
+  done
+  echo "tools: built $what in $(dur $((SECONDS - start)))"
+fi
+
+# install_at NAME PACKAGE@VERSION COLD PACKAGES LINK: go install, outside any module of
+# ours; COLD PACKAGES LINK as above.
+install_at() {
+  local name=$1 ref=$2 cold=$3 packages=$4 link=$5 start=$SECONDS total
+  echo "tools: building $name from $ref ..."
+  # What it would run, which downloads its modules: a compile per package not in the
+  # Go build cache yet.
+  run "$work/$name-n.log" env CGO_ENABLED=0 go install -n -trimpath -ldflags=-s "$ref"
+  watch "$name" "$work/$name-n.log"
+  total=$(grep -c '/compile -o ' "$work/$name-n.log" || true)
+  cold=$(estimate "$cold" "$packages" "$link" "$total")
+  echo "tools: compiling $name: $total packages not in the Go build cache yet, usually ~$(dur "$cold") on 2 idle cores ..."
+  run "$work/$name.log" env GOBIN="$work/gobin" CGO_ENABLED=0 go install -v -trimpath -ldflags=-s "$ref"
+  watch "$name" "$work/$name.log" "$cold" "$total"
+  mv -f "$work/gobin/$name" "$bin/$name"
+  mark "$name" "$ref"
+  echo "tools: built $name in $(dur $((SECONDS - start)))"
+}
+case $todo_go in *kwok*) install_at kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" $KWOK_COLD_SECONDS $KWOK_PACKAGES $KWOK_LINK_SECONDS ;; esac
+case $todo_go in *controller-gen*) install_at controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" $CONTROLLER_GEN_COLD_SECONDS $CONTROLLER_GEN_PACKAGES $CONTROLLER_GEN_LINK_SECONDS ;; esac
 
 # kwok's stage configs ship in its module: nodes turn Ready at once and keep a lease
 # (so the node lifecycle controller never marks them unreachable), pods run at once.
 stages="$bin/kwok-stages"
-if [ ! -f "$stages/.pin" ] || [ "$(cat "$stages/.pin")" != "$KWOK_VERSION-2" ]; then
+if wants kwok && { [ ! -f "$stages/.pin" ] || [ "$(cat "$stages/.pin")" != "$KWOK_VERSION-2" ]; }; then
   dir=$(GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [ -n "$dir" ] || { echo "tools: cannot locate sigs.k8s.io/kwok@$KWOK_VERSION in the module cache" >&2; exit 1; }
   rm -rf "$stages"; mkdir -p "$stages"
@@ -58,4 +216,8 @@ if [ ! -f "$stages/.pin" ] || [ "$(cat "$stages/.pin")" != "$KWOK_VERSION-2" ]; 
   chmod -R u+w "$stages"
   printf '%s' "$KWOK_VERSION-2" > "$stages/.pin"
 fi
-echo "tools: all built in $bin"
+if [ -n "$todo_k8s$todo_go" ]; then
+  echo "tools: built in $(dur $((SECONDS - total_start))); $(list $want) in $bin"
+else
+  echo "tools: $(list $want) up to date in $bin"
+fi

@@ -35,6 +35,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
+	tailorcrd "github.com/nodetailor/tailor/config/crd"
 	"github.com/nodetailor/tailor/internal/kubescheme"
 	"github.com/nodetailor/tailor/internal/localcluster"
 )
@@ -208,7 +209,7 @@ func install(ctx context.Context, t *testing.T, kube client.Client, admin *rest.
 	for _, obj := range crds.Objects {
 		mustCreate(t, kube, obj)
 	}
-	waitEstablished(ctx, t, kube, crds.Objects)
+	waitEstablished(ctx, t, kube, admin, crds.Objects)
 	mustCreate(t, kube, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
 	values, err := Values(valuesDoc)
 	if err != nil {
@@ -519,8 +520,9 @@ func mustCreate(t *testing.T, c client.Client, obj client.Object) {
 	}
 }
 
-func waitEstablished(ctx context.Context, t *testing.T, c client.Client, objs []client.Object) {
+func waitEstablished(ctx context.Context, t *testing.T, c client.Client, cfg *rest.Config, objs []client.Object) {
 	t.Helper()
+	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, obj := range objs {
 		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
 		if !ok {
@@ -540,6 +542,12 @@ func waitEstablished(ctx context.Context, t *testing.T, c client.Client, objs []
 		if err != nil {
 			t.Fatalf("CRD %s not established: %v", crd.Name, err)
 		}
+		crds = append(crds, crd)
+	}
+	// Established comes before discovery lists the kind: wait for that too, or
+	// a client made next fails with "no matches for kind".
+	if err := tailorcrd.WaitDiscoverable(ctx, cfg, crds, 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -22,7 +22,9 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -250,7 +252,25 @@ func apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
 		return err
 	}
 	for _, obj := range objs {
-		if err := kube.Create(ctx, obj); err != nil {
+		// crd.Install waits for discovery; a kind still unknown after it gets a
+		// few more tries, each with a new client (a client keeps what its
+		// discovery said).
+		var noMatch error
+		err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+			err := kube.Create(ctx, obj)
+			if !meta.IsNoMatchError(err) {
+				return true, err
+			}
+			noMatch = err
+			if kube, err = newClient(cfg); err != nil {
+				return false, err
+			}
+			return false, nil
+		})
+		if wait.Interrupted(err) && noMatch != nil {
+			err = noMatch
+		}
+		if err != nil {
 			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}

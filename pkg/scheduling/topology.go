@@ -356,7 +356,7 @@ func (s *solver) spreadDomains() {
 			continue
 		}
 		for _, ps := range s.pools {
-			if !admitsAny(ps.reqs, c.nodeTerms) || !hasLabels(ps.reqs, g.others) {
+			if !admitsAny(ps.reqs, c.nodeTerms) || !poolHasLabels(ps.reqs, g.others) {
 				continue
 			}
 			// nodeTaintsPolicy Honor: a pool whose taints the pod does not tolerate
@@ -455,6 +455,19 @@ func (s *solver) record(g *group, n *simNode, delta int32) {
 func hasLabel(reqs Requirements, key string) bool {
 	r, ok := reqs.Get(key)
 	return ok && !r.AllowsAbsent() && r.Satisfiable()
+}
+
+// poolHasLabels is hasLabels for a NodePool's nodes. Each has a hostname label
+// (the kubelet sets it) though no NodePool's requirements name it: counting it
+// absent left a zone spread beside a hostname spread without zones, its minimum
+// at zero, and each zone full at maxSkew pods.
+func poolHasLabels(reqs Requirements, keys []string) bool {
+	for _, k := range keys {
+		if k != v1.LabelHostname && !hasLabel(reqs, k) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasLabels(reqs Requirements, keys []string) bool {

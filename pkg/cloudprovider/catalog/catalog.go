@@ -268,23 +268,58 @@ func Labels(name string, capacity corev1.ResourceList) map[string]string {
 	labels[awsPrefix+"instance-size"] = size
 	labels[awsPrefix+"instance-cpu"] = strconv.FormatInt(cpu.Value(), 10)
 	labels[awsPrefix+"instance-memory"] = mib
-	if gpus, ok := capacity["nvidia.com/gpu"]; ok && gpus.Value() > 0 {
-		labels[awsPrefix+"instance-gpu-count"] = strconv.FormatInt(gpus.Value(), 10)
-		labels[awsPrefix+"instance-gpu-manufacturer"] = "nvidia"
-		if gpu, ok := gpuNames[family]; ok {
-			labels[awsPrefix+"instance-gpu-name"] = gpu
+	labels[awsPrefix+"instance-gpu-count"] = "0"
+	for _, gpu := range gpuResources {
+		if n, ok := capacity[gpu.resource]; ok && n.Value() > 0 {
+			labels[awsPrefix+"instance-gpu-count"] = strconv.FormatInt(n.Value(), 10)
+			labels[awsPrefix+"instance-gpu-manufacturer"] = gpu.manufacturer
+			if name, ok := gpuNames[family]; ok {
+				labels[awsPrefix+"instance-gpu-name"] = name
+			}
+			break
 		}
-	} else {
-		labels[awsPrefix+"instance-gpu-count"] = "0"
+	}
+	if n, ok := capacity[ResourceNeuron]; ok && n.Value() > 0 {
+		labels[awsPrefix+"instance-accelerator-count"] = strconv.FormatInt(n.Value(), 10)
+		labels[awsPrefix+"instance-accelerator-manufacturer"] = "aws"
+		if name, ok := neuronNames[family]; ok {
+			labels[awsPrefix+"instance-accelerator-name"] = name
+		}
 	}
 	return labels
 }
 
 const awsPrefix = "karpenter.k8s.aws/"
 
-// gpuNames are the NVIDIA GPUs of EC2 families, as the AWS provider labels them.
+// The extended resources of EC2 types, as Karpenter's AWS provider names them.
+const (
+	ResourceNVIDIAGPU  corev1.ResourceName = "nvidia.com/gpu"
+	ResourceAMDGPU     corev1.ResourceName = "amd.com/gpu"
+	ResourceNeuron     corev1.ResourceName = "aws.amazon.com/neuron"     // Neuron devices (Inferentia, Trainium)
+	ResourceNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore" // their cores: devices × cores per device
+	ResourceGaudi      corev1.ResourceName = "habana.ai/gaudi"
+	ResourceEFA        corev1.ResourceName = "vpc.amazonaws.com/efa"     // EFA interfaces
+	ResourcePodENI     corev1.ResourceName = "vpc.amazonaws.com/pod-eni" // branch interfaces, for security groups per pod
+)
+
+// gpuResources are the GPUs a type may list, with the manufacturer its
+// instance-gpu-manufacturer label names (Habana's Gaudi counts as a GPU there, as
+// EC2 lists it among the GPUs).
+var gpuResources = []struct {
+	resource     corev1.ResourceName
+	manufacturer string
+}{{ResourceNVIDIAGPU, "nvidia"}, {ResourceAMDGPU, "amd"}, {ResourceGaudi, "habana"}}
+
+// gpuNames are the GPUs of EC2 families, as the AWS provider labels them.
 var gpuNames = map[string]string{
 	"g3": "m60", "g3s": "m60", "g4dn": "t4", "g5": "a10g", "g5g": "t4g", "g6": "l4", "gr6": "l4",
 	"g6e": "l40s", "p3": "v100", "p3dn": "v100", "p4d": "a100", "p4de": "a100", "p5": "h100",
 	"p5e": "h200", "p5en": "h200", "p6-b200": "b200", "p6-b300": "b300",
+	"g7": "rtx-pro-4500", "g7e": "rtx-pro-server-6000", "g4ad": "radeon-pro-v520", "dl1": "gaudi-hl-205",
+}
+
+// neuronNames are the Neuron devices of EC2 families, as the AWS provider labels
+// them (instance-accelerator-name).
+var neuronNames = map[string]string{
+	"inf1": "inferentia", "inf2": "inferentia2", "trn1": "trainium", "trn1n": "trainium", "trn2": "trainium2",
 }

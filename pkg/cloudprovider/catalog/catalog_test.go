@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // view prints cpu in millicores and sizes in powers of two, as the node would show them.
@@ -63,8 +64,9 @@ func TestAWSCatalog(t *testing.T) {
 	if got := strings.Join(zones.Values(), ","); got != "us-east-1a,us-east-1b,us-east-1c" {
 		t.Errorf("m5.large zones %s", got)
 	}
-	// As an EKS node: Karpenter's reference lists 1930m, 6903Mi, 17Gi and 29 pods.
-	if diff := cmp.Diff(map[string]string{"cpu": "1930m", "memory": "6903Mi", "ephemeral-storage": "17Gi", "pods": "29"},
+	// As an EKS node: Karpenter's reference lists 1930m, 6903Mi, 17Gi, 29 pods and
+	// 9 branch interfaces.
+	if diff := cmp.Diff(map[string]string{"cpu": "1930m", "memory": "6903Mi", "ephemeral-storage": "17Gi", "pods": "29", "vpc.amazonaws.com/pod-eni": "9"},
 		view(m5.Allocatable())); diff != "" {
 		t.Errorf("m5.large allocatable (-want +got):\n%s", diff)
 	}
@@ -96,6 +98,91 @@ func TestAWSCatalog(t *testing.T) {
 	}
 	if r, _ := flex.Requirements.Get("karpenter.k8s.aws/instance-generation"); !r.Has("7") {
 		t.Errorf("c7i-flex.large generation %v", r)
+	}
+}
+
+// Every extended resource an EC2 type has is in the catalog, with the counts
+// Karpenter's AWS provider gives (its instance-type reference, from EC2's
+// DescribeInstanceTypes: GPUs by manufacturer, Neuron devices and their cores,
+// Gaudi accelerators, EFA interfaces, branch interfaces), and the labels AWS
+// NodePools select accelerators by.
+func TestExtendedResources(t *testing.T) {
+	types, err := AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*scheduling.InstanceType{}
+	for _, it := range types {
+		byName[it.Name] = it
+	}
+	for name, tc := range map[string]struct {
+		resources map[string]string
+		labels    map[string]string
+	}{
+		"g4ad.xlarge": {map[string]string{"amd.com/gpu": "1", "vpc.amazonaws.com/pod-eni": "12"},
+			map[string]string{"instance-gpu-count": "1", "instance-gpu-manufacturer": "amd", "instance-gpu-name": "radeon-pro-v520"}},
+		"g4ad.16xlarge": {map[string]string{"amd.com/gpu": "4", "vpc.amazonaws.com/pod-eni": "6"},
+			map[string]string{"instance-gpu-count": "4", "instance-gpu-manufacturer": "amd"}},
+		// Inferentia: 4 NeuronCores a device; Inferentia2 and Trainium: 2.
+		"inf1.xlarge": {map[string]string{"aws.amazon.com/neuron": "1", "aws.amazon.com/neuroncore": "4", "vpc.amazonaws.com/pod-eni": "38"},
+			map[string]string{"instance-accelerator-count": "1", "instance-accelerator-manufacturer": "aws", "instance-accelerator-name": "inferentia", "instance-gpu-count": "0"}},
+		"inf1.24xlarge": {map[string]string{"aws.amazon.com/neuron": "16", "aws.amazon.com/neuroncore": "64", "vpc.amazonaws.com/efa": "1", "vpc.amazonaws.com/pod-eni": "111"},
+			map[string]string{"instance-accelerator-count": "16"}},
+		"inf2.xlarge": {map[string]string{"aws.amazon.com/neuron": "1", "aws.amazon.com/neuroncore": "2", "vpc.amazonaws.com/pod-eni": "18"},
+			map[string]string{"instance-accelerator-name": "inferentia2"}},
+		"inf2.48xlarge": {map[string]string{"aws.amazon.com/neuron": "12", "aws.amazon.com/neuroncore": "24", "vpc.amazonaws.com/pod-eni": "107"}, nil},
+		"trn1.2xlarge": {map[string]string{"aws.amazon.com/neuron": "1", "aws.amazon.com/neuroncore": "2", "vpc.amazonaws.com/pod-eni": "17"},
+			map[string]string{"instance-accelerator-name": "trainium"}},
+		"trn1.32xlarge": {map[string]string{"aws.amazon.com/neuron": "16", "aws.amazon.com/neuroncore": "32", "vpc.amazonaws.com/efa": "8", "vpc.amazonaws.com/pod-eni": "82"}, nil},
+		"trn1n.32xlarge": {map[string]string{"aws.amazon.com/neuron": "16", "aws.amazon.com/neuroncore": "32", "vpc.amazonaws.com/efa": "16", "vpc.amazonaws.com/pod-eni": "120"},
+			map[string]string{"instance-accelerator-name": "trainium"}},
+		"dl1.24xlarge": {map[string]string{"habana.ai/gaudi": "8", "vpc.amazonaws.com/efa": "4", "vpc.amazonaws.com/pod-eni": "62"},
+			map[string]string{"instance-gpu-count": "8", "instance-gpu-manufacturer": "habana", "instance-gpu-name": "gaudi-hl-205"}},
+		"p5.48xlarge": {map[string]string{"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32", "vpc.amazonaws.com/pod-eni": "120"},
+			map[string]string{"instance-gpu-count": "8", "instance-gpu-manufacturer": "nvidia", "instance-gpu-name": "h100"}},
+		"c5n.18xlarge": {map[string]string{"vpc.amazonaws.com/efa": "1", "vpc.amazonaws.com/pod-eni": "107"}, nil},
+		// Older types the current reference no longer lists, from earlier copies of it.
+		"p3.2xlarge": {map[string]string{"nvidia.com/gpu": "1"}, nil},
+		"g3.4xlarge": {map[string]string{"nvidia.com/gpu": "1", "vpc.amazonaws.com/pod-eni": "6"}, nil},
+	} {
+		it := byName[name]
+		if it == nil {
+			t.Errorf("%s is not in the catalog", name)
+			continue
+		}
+		got := map[string]string{}
+		for r, q := range it.Capacity {
+			if strings.Contains(string(r), "/") {
+				got[string(r)] = q.String()
+			}
+		}
+		if diff := cmp.Diff(tc.resources, got); diff != "" {
+			t.Errorf("%s extended resources (-want +got):\n%s", name, diff)
+		}
+		alloc := it.Allocatable()
+		for r, want := range tc.resources {
+			if q := alloc[corev1.ResourceName(r)]; q.String() != want {
+				t.Errorf("%s allocatable %s: %s, want %s: a node keeps back none of it", name, r, q.String(), want)
+			}
+		}
+		for key, want := range tc.labels {
+			if r, ok := it.Requirements.Get("karpenter.k8s.aws/" + key); !ok || !r.Has(want) || len(r.Values()) != 1 {
+				t.Errorf("%s karpenter.k8s.aws/%s: %v, want %s", name, key, r, want)
+			}
+		}
+	}
+	count := map[corev1.ResourceName]int{}
+	for _, it := range types {
+		for r := range it.Capacity {
+			count[r]++
+		}
+	}
+	// trn2.48xlarge is left out of the catalog (no us-east-1 price), so 11 Neuron types.
+	for r, want := range map[corev1.ResourceName]int{ResourceNVIDIAGPU: 64, ResourceAMDGPU: 5, ResourceNeuron: 11, ResourceNeuronCore: 11,
+		ResourceGaudi: 1, ResourceEFA: 174, ResourcePodENI: 1087} {
+		if count[r] != want {
+			t.Errorf("%d types have %s, want %d", count[r], r, want)
+		}
 	}
 }
 
@@ -135,7 +222,7 @@ func TestKwokModel(t *testing.T) {
 		if it.Name != "m5.large" {
 			continue
 		}
-		if diff := cmp.Diff(map[string]string{"cpu": "1900m", "memory": "8182Mi", "ephemeral-storage": "20Gi", "pods": "29"},
+		if diff := cmp.Diff(map[string]string{"cpu": "1900m", "memory": "8182Mi", "ephemeral-storage": "20Gi", "pods": "29", "vpc.amazonaws.com/pod-eni": "9"},
 			view(it.Allocatable())); diff != "" {
 			t.Errorf("m5.large allocatable (-want +got):\n%s", diff)
 		}

@@ -30,6 +30,8 @@ type simulateOptions struct {
 	consolidate   bool
 	minSavings    float64
 	limits        simulate.Limits
+	// validate is what to do with unknown fields, as kubectl apply --validate.
+	validate string
 	// failOnUnschedulable makes a plan with unschedulable pods exit 3.
 	failOnUnschedulable bool
 	// nodeOverhead is what each node keeps back from its capacity.
@@ -47,6 +49,30 @@ const stdinName = "<stdin>"
 // slowSolve is how long a solve runs before simulate says on stderr that it is
 // working, when stderr is not a terminal.
 const slowSolve = 2 * time.Second
+
+// errRefused fails the command (exit 1) after the plan of the rest is printed, as
+// kubectl apply applies the rest and fails.
+type errRefused struct {
+	objects int
+	// unknownFields says some were refused for unknown fields alone.
+	unknownFields bool
+}
+
+func (e errRefused) Error() string {
+	msg := fmt.Sprintf("%s refused, as the API server would, and left out of the plan (listed above)", plural(e.objects, "object"))
+	if e.unknownFields {
+		msg += "; --validate=warn drops unknown fields instead"
+	}
+	return msg
+}
+
+// plural renders "1 object", "2 objects".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
 
 // errUnschedulable is --fail-on-unschedulable failing the command (exit 3).
 type errUnschedulable struct{ pods int }
@@ -86,7 +112,7 @@ func addFileFlag(fs *pflag.FlagSet, files *[]string, formats string) {
 }
 
 func newSimulateCommand(s streams, run func(*simulateOptions) error) *cobra.Command {
-	opts := &simulateOptions{output: "table", progressAfter: slowSolve}
+	opts := &simulateOptions{output: "table", validate: string(simulate.FieldValidationStrict), progressAfter: slowSolve}
 	if isTerminal(s.err) {
 		opts.progressAfter = 0
 	}
@@ -99,9 +125,16 @@ the scheduling engine the controller runs. With --consolidate, shows instead wha
 disruption would do to the existing nodes (labelled karpenter.sh/nodepool) and their
 pods: which nodes it would remove or replace, pass after pass, and the saving.
 
+An object the API server would refuse (an invalid NodePool, an unknown field under
+--validate=strict) is reported on stderr and left out; the rest is planned, and the
+command then exits 1, as kubectl apply does.
+
+The table puts the new nodes of one NodePool and instance type on one line, with
+their zones, capacity types, price and the pods of each workload they take.
 --output json prints one JSON object a line: the summary first, then one line per
-new node, binding to an existing node, unschedulable pod and warning. --output yaml
-prints the same objects as YAML documents. docs/cli.md describes the fields.`,
+new node, binding to an existing node, unschedulable pod, warning and refused
+object. --output yaml prints the same objects as YAML documents. docs/cli.md
+describes the fields.`,
 		Example: `  tailor simulate -f examples/seed
   kubectl get pods,nodes,nodepools -A -o yaml | tailor simulate -f - -o json
   tailor simulate --consolidate -f examples/consolidate`,
@@ -111,6 +144,8 @@ prints the same objects as YAML documents. docs/cli.md describes the fields.`,
 	addFileFlag(fs, &opts.files, "YAML or JSON, optionally gzipped")
 	fs.StringVar(&opts.instanceTypes, "instance-types", "", "instance types in the Karpenter kwok JSON format (default: the embedded AWS us-east-1 catalog)")
 	fs.VarP(enumValue{&opts.output, []string{"table", "json", "yaml"}}, "output", "o", "output format")
+	fs.Var(enumValue{&opts.validate, []string{string(simulate.FieldValidationStrict), string(simulate.FieldValidationWarn), string(simulate.FieldValidationIgnore)}},
+		"validate", "fields the object's schema does not declare, as kubectl apply --validate: strict refuses the object, warn drops the fields with a warning, ignore drops them")
 	fs.BoolVar(&opts.consolidate, "consolidate", false, "instead of planning for pending pods, show which existing nodes disruption would remove or replace, and the saving")
 	fs.Float64Var(&opts.minSavings, "consolidation-min-savings", disruption.DefaultMinSavings, "with --consolidate: the fraction of the price a replacement must save")
 	maxInput := fs.String("max-input-size", resource.NewQuantity(simulate.DefaultMaxBytes, resource.BinarySI).String(),
@@ -191,13 +226,11 @@ func runSimulate(ctx context.Context, opts *simulateOptions, s streams) error {
 		return err
 	}
 	defer cleanup()
-	w, err := simulate.Load(ctx, files, opts.limits)
+	w, err := simulate.Load(ctx, files, simulate.Options{Limits: opts.limits, FieldValidation: simulate.FieldValidation(opts.validate)})
 	if err != nil {
 		return renameStdin(err, files, opts.files)
 	}
-	if len(w.Skipped) > 0 {
-		fmt.Fprintf(s.err, "skipped %d objects of kinds simulate does not use: %s\n", len(w.Skipped), strings.Join(w.Skipped, ", "))
-	}
+	refused := reportInput(w, s.err, func(msg string) string { return renameStdin(errors.New(msg), files, opts.files).Error() })
 	if len(w.NodePools) == 0 {
 		fmt.Fprintln(s.err, "warning: no NodePool in the input; only existing nodes can take pods")
 	}
@@ -215,7 +248,10 @@ func runSimulate(ctx context.Context, opts *simulateOptions, s streams) error {
 		return err
 	}
 	if opts.consolidate {
-		return writeConsolidation(w, types, opts, s)
+		if err := writeConsolidation(w, types, opts, s); err != nil {
+			return err
+		}
+		return refused
 	}
 	done := startProgress(s.err, fmt.Sprintf("planning %d pods", len(w.Pods)), opts.progressAfter)
 	result, err := simulate.Run(w, types, opts.scheduling)
@@ -235,10 +271,39 @@ func runSimulate(ctx context.Context, opts *simulateOptions, s streams) error {
 	if err != nil {
 		return err
 	}
+	if refused != nil {
+		return refused
+	}
 	if n := report.Summary.Unschedulable; opts.failOnUnschedulable && n > 0 {
 		return errUnschedulable{pods: n}
 	}
 	return nil
+}
+
+// reportInput says on stderr what of the input the plan leaves out or plans for
+// no pods, naming files as the user gave them (rename), and returns errRefused if
+// the API server would refuse some of it.
+func reportInput(w *simulate.Workload, stderr io.Writer, rename func(string) string) error {
+	if len(w.Skipped) > 0 {
+		fmt.Fprintf(stderr, "skipped %s of kinds simulate does not use: %s\n", plural(len(w.Skipped), "object"), strings.Join(w.Skipped, ", "))
+	}
+	for _, note := range w.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", rename(note))
+	}
+	for _, warning := range w.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", rename(warning))
+	}
+	if len(w.Refused) == 0 {
+		return nil
+	}
+	refused := errRefused{objects: len(w.Refused)}
+	for i, r := range w.Refused {
+		msg := rename(r.Error())
+		fmt.Fprintf(stderr, "error: %s\n", msg)
+		w.Refused[i].File = rename(r.File)
+		refused.unknownFields = refused.unknownFields || r.UnknownFields
+	}
+	return refused
 }
 
 func writeConsolidation(w *simulate.Workload, types []*scheduling.InstanceType, opts *simulateOptions, s streams) error {

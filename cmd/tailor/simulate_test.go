@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,5 +134,181 @@ func TestParseSchedulingPolicies(t *testing.T) {
 		if _, err := parseSimulate([]string{"-f", "x.yaml", flag, "sometimes"}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s sometimes: %v, want an error saying %q", flag, err, want)
 		}
+	}
+}
+
+// scaledExample writes Karpenter's example workload name (examples/aws-karpenter/
+// workloads, as published) into dir with its replicas: 0 raised to replicas, as a
+// user scales it, and returns the copy's path.
+func scaledExample(t *testing.T, dir, name string, replicas int) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "aws-karpenter", "workloads", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte("replicas: 0\n")) {
+		t.Fatalf("%s no longer has replicas: 0", name)
+	}
+	data = bytes.Replace(data, []byte("replicas: 0\n"), fmt.Appendf(nil, "replicas: %d\n", replicas), 1)
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// planLines splits -o json output into its objects by key ("new_node", …).
+func planLines(t *testing.T, out string) map[string][]json.RawMessage {
+	t.Helper()
+	lines := map[string][]json.RawMessage{}
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("line %q is not JSON: %v", line, err)
+		}
+		if i == 0 {
+			lines["summary"] = append(lines["summary"], json.RawMessage(line))
+			continue
+		}
+		for k, v := range obj {
+			lines[k] = append(lines[k], v)
+		}
+	}
+	return lines
+}
+
+// Karpenter's accelerator examples get nodes with their devices, once scaled up
+// from the replicas: 0 they ship with: gpu-amd on g4ad (amd.com/gpu), neuron on
+// Inferentia or Trainium (aws.amazon.com/neuron), gpu-nvidia on NVIDIA types. The
+// NodePool is Karpenter's general purpose one opened to those families.
+// gpu-amd.yaml and gpu-nvidia.yaml misspell allowPrivilegeEscalation, which kubectl
+// apply refuses by default, so they are read with --validate=warn.
+func TestSimulateKarpenterAcceleratorExamples(t *testing.T) {
+	dir := t.TempDir()
+	pool := filepath.Join("testdata", "simulate", "accelerators-nodepool.yaml")
+	for _, tc := range []struct {
+		file     string
+		resource string
+		families []string
+	}{
+		{"gpu-amd.yaml", "amd.com/gpu", []string{"g4ad"}},
+		{"neuron.yaml", "aws.amazon.com/neuron", []string{"inf1", "inf2", "trn1", "trn1n"}},
+		{"gpu-nvidia.yaml", "nvidia.com/gpu", []string{"g3", "g3s", "g4dn", "g5", "g6", "g6e", "g7", "g7e", "p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			workload := scaledExample(t, dir, tc.file, 3)
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"simulate", "-f", pool, "-f", workload, "--validate", "warn", "-o", "json"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit code %d; stderr %q", code, stderr.String())
+			}
+			lines := planLines(t, stdout.String())
+			if len(lines["unschedulable"]) != 0 || len(lines["refused"]) != 0 {
+				t.Errorf("unschedulable %s, refused %s", lines["unschedulable"], lines["refused"])
+			}
+			placed := 0
+			for _, raw := range lines["new_node"] {
+				var n simulate.NodeView
+				if err := json.Unmarshal(raw, &n); err != nil {
+					t.Fatal(err)
+				}
+				family, _, _ := strings.Cut(n.InstanceType, ".")
+				if !slices.Contains(tc.families, family) {
+					t.Errorf("node %s is %s; want one of the families %v", n.Name, n.InstanceType, tc.families)
+				}
+				if got, want := n.Requests[tc.resource], strconv.Itoa(len(n.Pods)); got != want {
+					t.Errorf("node %s (%s) requests %q %s for %d pods", n.Name, n.InstanceType, got, tc.resource, len(n.Pods))
+				}
+				placed += len(n.Pods)
+			}
+			if placed != 3 {
+				t.Errorf("%d of 3 pods on new nodes:\n%s", placed, stdout.String())
+			}
+
+			stdout.Reset()
+			stderr.Reset()
+			if code := run([]string{"simulate", "-f", pool, "-f", workload, "--validate", "warn"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit code %d; stderr %q", code, stderr.String())
+			}
+			name := strings.TrimSuffix(tc.file, ".yaml")
+			if !strings.Contains(stdout.String(), "  "+name+" ×3\n") && !strings.Contains(stdout.String(), "  "+name+"\n") {
+				t.Errorf("the table does not name the workload %s by its pods:\n%s", name, stdout.String())
+			}
+			t.Logf("tailor simulate -f %s -f %s (replicas: 3) --validate warn\n%s%s", pool, tc.file, stderr.String(), stdout.String())
+		})
+	}
+}
+
+// Under kubectl's default field validation, gpu-amd.yaml is refused for its
+// misspelt field, named with the file; the rest of the input is planned, and the
+// command exits 1 afterwards, as kubectl apply does.
+func TestSimulateRefusesUnknownFieldsAndPlansTheRest(t *testing.T) {
+	dir := t.TempDir()
+	amd := scaledExample(t, dir, "gpu-amd.yaml", 2)
+	neuron := scaledExample(t, dir, "neuron.yaml", 2)
+	pool := filepath.Join("testdata", "simulate", "accelerators-nodepool.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"simulate", "-f", pool, "-f", amd, "-f", neuron, "-o", "json"}, &stdout, &stderr); code != 1 {
+		t.Errorf("exit code %d, want 1; stderr %q", code, stderr.String())
+	}
+	wantErr := "error: " + amd + `: document 1: Deployment gpu-amd: strict decoding error: unknown field "spec.template.spec.containers[0].securityContext.allowPrivilegedEscalation"` + "\n"
+	if !strings.Contains(stderr.String(), wantErr) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), wantErr)
+	}
+	if want := "tailor simulate: 1 object refused, as the API server would, and left out of the plan (listed above); --validate=warn drops unknown fields instead\n"; !strings.HasSuffix(stderr.String(), want) {
+		t.Errorf("stderr %q does not end %q", stderr.String(), want)
+	}
+	lines := planLines(t, stdout.String())
+	var summary simulate.Summary
+	if err := json.Unmarshal(lines["summary"][0], &summary); err != nil {
+		t.Fatal(err)
+	}
+	if summary.Pods != 2 || summary.Scheduled != 2 {
+		t.Errorf("summary %+v, want neuron's 2 pods planned", summary)
+	}
+	var refused simulate.RefusedView
+	if len(lines["refused"]) != 1 || json.Unmarshal(lines["refused"][0], &refused) != nil ||
+		refused != (simulate.RefusedView{File: amd, Document: 1, Object: "Deployment gpu-amd", Error: strings.TrimSuffix(strings.TrimPrefix(wantErr, "error: "), "\n")}) {
+		t.Errorf("refused lines %s", lines["refused"])
+	}
+}
+
+// Most of Karpenter's example workloads ship with replicas: 0; simulate says so
+// rather than print an empty plan unexplained. An invalid NodePool is refused with
+// its file, name and field, and the other NodePools still plan.
+func TestSimulateExplainsWhatItLeavesOut(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "pools.yaml")
+	pools := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: broken}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["many"]}
+`
+	if err := os.WriteFile(bad, []byte(pools), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	examples := filepath.Join("..", "..", "examples", "aws-karpenter")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"simulate", "-f", filepath.Join(examples, "general-purpose.yaml"), "-f", bad,
+		"-f", filepath.Join(examples, "workloads", "neuron.yaml"), "-f", filepath.Join(examples, "workloads", "inflate.yaml")}, &stdout, &stderr)
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	for _, want := range []string{
+		"note: " + filepath.Join(examples, "workloads", "neuron.yaml") + ": Deployment neuron: spec.replicas is 0, so it has no pods to plan; set it above 0 to plan for them\n",
+		"error: " + bad + `: document 1: NodePool.karpenter.sh "broken" is invalid: spec.template.spec.requirements: Invalid value: "array": requirements operator 'Gt'`,
+		"tailor simulate: 1 object refused, as the API server would, and left out of the plan (listed above)\n",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	// inflate's one pod is planned on the general-purpose NodePool.
+	if !strings.Contains(stdout.String(), "general-purpose") || !strings.Contains(stdout.String(), "1 pod: 1 scheduled") {
+		t.Errorf("stdout:\n%s", stdout.String())
 	}
 }

@@ -9,9 +9,11 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -78,4 +80,16 @@ func (v *Validator) Admit(ctx context.Context, obj map[string]any) error {
 		name, _ = md["name"].(string)
 	}
 	return apierrors.NewInvalid(v.gk, name, field.ErrorList(errs))
+}
+
+// UnknownFields names the fields of obj (a decoded JSON object) that the CRD does
+// not declare, metadata's included, as the API server's strict field validation
+// (kubectl apply's default) names them before refusing the object:
+// "spec.template.spec.terminationGracePeirod". obj is left unchanged; Admit drops
+// these fields, as the API server does without strict validation.
+func (v *Validator) UnknownFields(obj map[string]any) []string {
+	copied := runtime.DeepCopyJSON(obj)
+	// Malformed metadata is Admit's to report; only the unknown fields count here.
+	_, _, paths, _ := objectmeta.GetObjectMetaWithOptions(copied, objectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+	return append(paths, pruning.PruneWithOptions(copied, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
 }

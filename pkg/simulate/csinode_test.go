@@ -86,7 +86,7 @@ spec:
 	if err := os.WriteFile(path, []byte(manifests), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Load(t.Context(), []string{path}, Limits{})
+	w, err := Load(t.Context(), []string{path}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		w, err := load(t.Context(), []string{path}, limits, nodePools)
+		w, err := load(t.Context(), []string{path}, Options{Limits: limits}, nodePools)
 		if err != nil {
 			return
 		}

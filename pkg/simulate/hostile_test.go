@@ -55,13 +55,15 @@ spec:
 `
 
 // Input that would hang, panic or exhaust memory ends in an error naming the file,
-// the object and the field or bound at fault.
+// the object and the field or bound at fault; an object the API server would
+// refuse (refused) is left out, with that message, and the rest read.
 func TestHostileInput(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		files  func(t *testing.T, dir string) []string
-		limits Limits
-		want   []string
+		name    string
+		files   func(t *testing.T, dir string) []string
+		limits  Limits
+		want    []string
+		refused bool
 	}{{
 		name: "a gzip bomb stops at the input bound",
 		files: func(t *testing.T, dir string) []string {
@@ -94,7 +96,8 @@ func TestHostileInput(t *testing.T) {
 		files: func(t *testing.T, dir string) []string {
 			return []string{writeFile(t, dir, "web.yaml", fmt.Appendf(nil, deployment, "-5", "1"))}
 		},
-		want: []string{"web.yaml: document 1: Deployment web: spec.replicas: Invalid value: -5: must be greater than or equal to 0"},
+		want:    []string{"web.yaml: document 1: Deployment web: spec.replicas: Invalid value: -5: must be greater than or equal to 0"},
+		refused: true,
 	}, {
 		name: "replicas past the pod bound",
 		files: func(t *testing.T, dir string) []string {
@@ -130,13 +133,15 @@ spec:
 `
 			return []string{writeFile(t, dir, "job.yaml", []byte(job))}
 		},
-		want: []string{"Job batch: spec.completions: Invalid value: -1: must be greater than or equal to 0"},
+		want:    []string{"Job batch: spec.completions: Invalid value: -1: must be greater than or equal to 0"},
+		refused: true,
 	}, {
 		name: "a negative request in a workload",
 		files: func(t *testing.T, dir string) []string {
 			return []string{writeFile(t, dir, "web.yaml", fmt.Appendf(nil, deployment, "2", "-1"))}
 		},
-		want: []string{`Deployment web: spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
+		want:    []string{`Deployment web: spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`},
+		refused: true,
 	}, {
 		name: "a negative request in a bare pod's init container",
 		files: func(t *testing.T, dir string) []string {
@@ -149,7 +154,8 @@ spec:
 `
 			return []string{writeFile(t, dir, "pod.yaml", []byte(pod))}
 		},
-		want: []string{`Pod team/p: spec.initContainers[0].resources.limits[memory]: Invalid value: "-1Gi": must be greater than or equal to 0`},
+		want:    []string{`Pod team/p: spec.initContainers[0].resources.limits[memory]: Invalid value: "-1Gi": must be greater than or equal to 0`},
+		refused: true,
 	}, {
 		name: "a negative request in a DaemonSet",
 		files: func(t *testing.T, dir string) []string {
@@ -162,7 +168,8 @@ spec:
 `
 			return []string{writeFile(t, dir, "ds.yaml", []byte(ds))}
 		},
-		want: []string{`DaemonSet kube-system/agent: spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "-100m"`},
+		want:    []string{`DaemonSet kube-system/agent: spec.template.spec.containers[0].resources.requests[cpu]: Invalid value: "-100m"`},
+		refused: true,
 	}, {
 		name: "a List item that is not an object",
 		files: func(t *testing.T, dir string) []string {
@@ -171,7 +178,16 @@ spec:
 		want: []string{"list.yaml: document 1: item 0: item 0: not an object"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(t.Context(), tc.files(t, t.TempDir()), tc.limits)
+			w, err := Load(t.Context(), tc.files(t, t.TempDir()), Options{Limits: tc.limits})
+			if tc.refused {
+				if err != nil {
+					t.Fatalf("%v; want the object refused and the rest read", err)
+				}
+				if len(w.Refused) != 1 || len(w.Pods) != 0 || len(w.DaemonSets) != 0 {
+					t.Fatalf("refused %v, read %d pods and %d DaemonSets; want the one object refused", w.Refused, len(w.Pods), len(w.DaemonSets))
+				}
+				err = w.Refused[0]
+			}
 			if err == nil {
 				t.Fatalf("loaded; want an error saying %q", tc.want)
 			}
@@ -207,7 +223,7 @@ spec:
 		}
 		size += info.Size()
 	}
-	w, err := Load(t.Context(), []string{web, db}, Limits{MaxBytes: size, MaxPods: 5 + 2*2})
+	w, err := Load(t.Context(), []string{web, db}, Options{Limits: Limits{MaxBytes: size, MaxPods: 5 + 2*2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +265,7 @@ func TestNestedListsAreLinear(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		w, err := load(t.Context(), []string{path}, Limits{}, nodePools)
+		w, err := load(t.Context(), []string{path}, Options{}, nodePools)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)
@@ -281,7 +297,7 @@ spec:
       containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]
 `
 	dir := t.TempDir()
-	w, err := Load(t.Context(), []string{"testdata/mixed.yaml", writeFile(t, dir, "ds.yaml", []byte(ds))}, Limits{})
+	w, err := Load(t.Context(), []string{"testdata/mixed.yaml", writeFile(t, dir, "ds.yaml", []byte(ds))}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

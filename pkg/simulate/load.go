@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -50,8 +51,67 @@ type Workload struct {
 	CSINodes               []*storagev1.CSINode // the nodes' CSI attach limits
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
 	Namespaces             []*corev1.Namespace
-	// Skipped lists objects of kinds simulate does not use, as "Kind name (file)".
+	// Skipped lists objects of kinds simulate does not use, as "Kind name".
 	Skipped []string
+	// Refused are the objects the API server would refuse (an invalid NodePool, an
+	// unknown field, a negative replica count), left out of the plan.
+	Refused []Refusal
+	// Warnings name the unknown fields dropped under FieldValidationWarn.
+	Warnings []string
+	// Notes name the workloads that make no pods (replicas: 0), which would
+	// otherwise leave their absence from the plan unexplained.
+	Notes []string
+	// Owners names the workload each pending pod was made from, by the pod's
+	// "namespace/name": "inflate", or "team/web" outside the default namespace.
+	Owners map[string]string
+}
+
+// Refusal is an object left out of the plan because the API server would refuse
+// it, as `kubectl apply` reports it and goes on with the rest.
+type Refusal struct {
+	File string
+	// Document is the object's YAML document in File, from 1; Item its place in a
+	// List there ("item 0: item 2"), if it is in one.
+	Document int
+	Item     string
+	// Object is its kind and name: "NodePool default", "Deployment team/web".
+	Object string
+	// Err says why, naming the object and the field, in the API server's words
+	// where it has them.
+	Err error
+	// UnknownFields is set when unknown fields alone refused it: under
+	// FieldValidationWarn they would be dropped and the object read.
+	UnknownFields bool
+}
+
+func (r Refusal) Error() string {
+	where := fmt.Sprintf("%s: document %d", r.File, r.Document)
+	if r.Item != "" {
+		where += ": " + r.Item
+	}
+	return where + ": " + r.Err.Error()
+}
+
+// FieldValidation is what Load does with fields an object's schema does not
+// declare, as `kubectl apply --validate` says.
+type FieldValidation string
+
+const (
+	// FieldValidationStrict refuses the object, naming the fields: kubectl's
+	// default, and the default here.
+	FieldValidationStrict FieldValidation = "strict"
+	// FieldValidationWarn drops the fields, with a warning each.
+	FieldValidationWarn FieldValidation = "warn"
+	// FieldValidationIgnore drops them silently, as the API server does when not
+	// asked to validate.
+	FieldValidationIgnore FieldValidation = "ignore"
+)
+
+// Options say how Load reads the manifests.
+type Options struct {
+	Limits Limits
+	// FieldValidation is strict when empty.
+	FieldValidation FieldValidation
 }
 
 // Limits bound what Load reads, so that hostile or mistaken input ends in an error
@@ -75,26 +135,33 @@ const (
 // Load reads files and directories (recursively: *.yaml, *.yml, *.json, and the
 // same gzipped). Only regular files are read, after following symbolic links: a
 // FIFO would hang the read and a device (/dev/zero) never ends. Each document is
-// decoded by its apiVersion and kind; workloads are expanded into their pods, after
-// the checks the API server makes on replicas and resources; NodePools are
-// defaulted and validated as the API server would. Errors name the file, the
-// document and the object.
-func Load(ctx context.Context, paths []string, limits Limits) (*Workload, error) {
+// decoded by its apiVersion and kind, strictly as opts say; workloads are expanded
+// into their pods, after the checks the API server makes on replicas and
+// resources; NodePools are defaulted and validated as the API server would. An
+// object the API server would refuse is left out and listed in Refused, naming the
+// file, the document, the object and the field, as `kubectl apply` goes on with
+// the rest; input that cannot be read at all, or that meets a bound, is an error.
+func Load(ctx context.Context, paths []string, opts Options) (*Workload, error) {
 	nodePools, err := crd.NewValidator("NodePool")
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, paths, limits, nodePools)
+	return load(ctx, paths, opts, nodePools)
 }
 
-func load(ctx context.Context, paths []string, limits Limits, nodePools *crd.Validator) (*Workload, error) {
+func load(ctx context.Context, paths []string, opts Options, nodePools *crd.Validator) (*Workload, error) {
+	limits := opts.Limits
 	if limits.MaxBytes <= 0 {
 		limits.MaxBytes = DefaultMaxBytes
 	}
 	if limits.MaxPods <= 0 {
 		limits.MaxPods = DefaultMaxPods
 	}
-	l := &loader{w: &Workload{Bound: map[string][]*corev1.Pod{}}, limits: limits, bytesLeft: limits.MaxBytes, nodePools: nodePools}
+	if opts.FieldValidation == "" {
+		opts.FieldValidation = FieldValidationStrict
+	}
+	l := &loader{w: &Workload{Bound: map[string][]*corev1.Pod{}, Owners: map[string]string{}}, limits: limits,
+		validation: opts.FieldValidation, bytesLeft: limits.MaxBytes, nodePools: nodePools, poolsSeen: map[string]string{}}
 	for _, p := range paths {
 		files, err := manifestFiles(p)
 		if err != nil {
@@ -133,11 +200,17 @@ func manifestFiles(path string) ([]string, error) {
 }
 
 type loader struct {
-	w         *Workload
-	nodePools *crd.Validator
-	limits    Limits
-	bytesLeft int64 // of limits.MaxBytes
-	pods      int   // pods and claims made so far, against limits.MaxPods
+	w          *Workload
+	nodePools  *crd.Validator
+	limits     Limits
+	validation FieldValidation
+	bytesLeft  int64 // of limits.MaxBytes
+	pods       int   // pods and claims made so far, against limits.MaxPods
+	// path and doc are the file and document being read, for messages.
+	path string
+	doc  int
+	// poolsSeen says where each NodePool read so far was defined.
+	poolsSeen map[string]string
 }
 
 var scheme = func() *runtime.Scheme {
@@ -150,7 +223,27 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
-var codecs = serializer.NewCodecFactory(scheme)
+// codecs decode strictly: an unknown or repeated field is an error that still
+// comes with the object decoded, so FieldValidation can decide.
+var codecs = serializer.NewCodecFactory(scheme, serializer.EnableStrict)
+
+// usedKinds are the built-in kinds simulate reads; other objects are listed in
+// Skipped without being decoded or validated.
+var usedKinds = map[schema.GroupVersionKind]bool{
+	corev1.SchemeGroupVersion.WithKind("Pod"):                   true,
+	corev1.SchemeGroupVersion.WithKind("Node"):                  true,
+	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"): true,
+	corev1.SchemeGroupVersion.WithKind("PersistentVolume"):      true,
+	corev1.SchemeGroupVersion.WithKind("Namespace"):             true,
+	appsv1.SchemeGroupVersion.WithKind("Deployment"):            true,
+	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):            true,
+	appsv1.SchemeGroupVersion.WithKind("StatefulSet"):           true,
+	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):             true,
+	batchv1.SchemeGroupVersion.WithKind("Job"):                  true,
+	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       true,
+	storagev1.SchemeGroupVersion.WithKind("CSINode"):            true,
+	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): true,
+}
 
 // openRegular opens path when it is, or links to, a regular file. It checks before
 // opening, since opening a FIFO blocks until a writer comes, and again on the open
@@ -236,7 +329,9 @@ func (l *loader) file(ctx context.Context, path string) error {
 		return err
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	l.path = path
 	for doc := 1; ; doc++ {
+		l.doc = doc
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -296,7 +391,7 @@ func (l *loader) document(ctx context.Context, raw []byte) error {
 		return fmt.Errorf("not a Kubernetes object: %w", err)
 	}
 	if !h.isList() {
-		return l.leaf(ctx, js, &h)
+		return l.leaf(ctx, js, &h, "")
 	}
 	// A List is decoded once, whole, and its items walked in place: decoding each
 	// nested List again would make deep nesting cost quadratic time.
@@ -304,11 +399,12 @@ func (l *loader) document(ctx context.Context, raw []byte) error {
 	if err := utiljson.Unmarshal(js, &list); err != nil {
 		return fmt.Errorf("not a Kubernetes object: %w", err)
 	}
-	return l.items(ctx, list)
+	return l.items(ctx, list, "")
 }
 
-// items reads the items of a decoded List, and of Lists within it.
-func (l *loader) items(ctx context.Context, list map[string]any) error {
+// items reads the items of a decoded List, and of Lists within it; where is the
+// List's own place in the document ("" at the top).
+func (l *loader) items(ctx context.Context, list map[string]any, where string) error {
 	items, ok := list["items"].([]any)
 	if !ok {
 		return errors.New("items: not a list")
@@ -319,13 +415,17 @@ func (l *loader) items(ctx context.Context, list map[string]any) error {
 			return fmt.Errorf("item %d: not an object", i)
 		}
 		h := headerOf(obj)
+		item := fmt.Sprintf("item %d", i)
+		if where != "" {
+			item = where + ": " + item
+		}
 		var err error
 		if h.isList() {
-			err = l.items(ctx, obj)
+			err = l.items(ctx, obj, item)
 		} else {
 			var js []byte
 			if js, err = json.Marshal(obj); err == nil {
-				err = l.leaf(ctx, js, &h)
+				err = l.leaf(ctx, js, &h, item)
 			}
 		}
 		if err != nil {
@@ -347,38 +447,89 @@ func headerOf(obj map[string]any) header {
 	return h
 }
 
-// leaf reads one object (not a List) from its JSON.
-func (l *loader) leaf(ctx context.Context, js []byte, h *header) error {
+// leaf reads one object (not a List) from its JSON; item is its place in the
+// document's List, if in one. An object the API server would refuse is recorded
+// in Refused; the error is for input that stops the whole read.
+func (l *loader) leaf(ctx context.Context, js []byte, h *header, item string) error {
 	if h.Kind == "" || h.APIVersion == "" {
 		return errors.New("apiVersion and kind are required")
 	}
 	what := h.what()
-	if h.APIVersion == v1.SchemeGroupVersion.String() {
-		switch h.Kind {
-		case "NodePool":
-			np, err := l.nodePool(ctx, js)
-			if err != nil {
-				return err // already names the NodePool, as the API server does
-			}
-			l.w.NodePools = append(l.w.NodePools, np)
-			return nil
-		default:
-			l.w.Skipped = append(l.w.Skipped, what)
+	gvk := schema.FromAPIVersionAndKind(h.APIVersion, h.Kind)
+	if gvk == v1.SchemeGroupVersion.WithKind("NodePool") {
+		np, err := l.nodePool(ctx, js, what, item)
+		if err != nil {
+			l.refuse(item, what, err, false) // the error names the NodePool, as the API server's does
 			return nil
 		}
+		if np == nil {
+			return nil // refused for unknown fields
+		}
+		here := fmt.Sprintf("%s document %d", l.path, l.doc)
+		if first, ok := l.poolsSeen[np.Name]; ok {
+			l.refuse(item, what, fmt.Errorf("NodePool %s is defined twice; the first, in %s, is used", np.Name, first), false)
+			return nil
+		}
+		l.poolsSeen[np.Name] = here
+		l.w.NodePools = append(l.w.NodePools, np)
+		return nil
+	}
+	if !usedKinds[gvk] {
+		l.w.Skipped = append(l.w.Skipped, what)
+		return nil
 	}
 	obj, _, err := codecs.UniversalDeserializer().Decode(js, nil, nil)
 	if err != nil {
-		if runtime.IsNotRegisteredError(err) {
-			l.w.Skipped = append(l.w.Skipped, what)
+		strict, ok := runtime.AsStrictDecodingError(err)
+		if !ok || obj == nil {
+			l.refuse(item, what, fmt.Errorf("%s: %w", what, err), false)
 			return nil
 		}
-		return fmt.Errorf("%s: %w", what, err)
+		if l.unknownFields(item, what, strict) {
+			return nil
+		}
 	}
 	if err := l.object(obj, what); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		if errors.As(err, new(*boundError)) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		l.refuse(item, what, fmt.Errorf("%s: %w", what, err), false)
 	}
 	return nil
+}
+
+// strictDecodingError is the error a strict decoder returns with the object: each
+// of its errors is an unknown or repeated field.
+type strictDecodingError interface {
+	error
+	Errors() []error
+}
+
+// refuse leaves an object out of the plan, saying why.
+func (l *loader) refuse(item, what string, err error, unknownFields bool) {
+	l.w.Refused = append(l.w.Refused, Refusal{File: l.path, Document: l.doc, Item: item, Object: what, Err: err, UnknownFields: unknownFields})
+}
+
+// unknownFields deals with fields the object's schema does not declare (and
+// repeated ones), as the field validation says, and reports whether it refused the
+// object for them.
+func (l *loader) unknownFields(item, what string, strict strictDecodingError) bool {
+	switch l.validation {
+	case FieldValidationIgnore:
+		return false
+	case FieldValidationWarn:
+		where := fmt.Sprintf("%s: document %d", l.path, l.doc)
+		if item != "" {
+			where += ": " + item
+		}
+		for _, e := range strict.Errors() {
+			l.w.Warnings = append(l.w.Warnings, fmt.Sprintf("%s: %s: %v; dropped", where, what, e))
+		}
+		return false
+	default:
+		l.refuse(item, what, fmt.Errorf("%s: %w", what, strict), true)
+		return true
+	}
 }
 
 func qualified(ns, name string) string {
@@ -388,12 +539,24 @@ func qualified(ns, name string) string {
 	return ns + "/" + name
 }
 
-func (l *loader) nodePool(ctx context.Context, js []byte) (*v1.NodePool, error) {
+// nodePool decodes, defaults and validates a NodePool as the API server would. It
+// returns nil and no error when unknown fields refused it (recorded already).
+func (l *loader) nodePool(ctx context.Context, js []byte, what, item string) (*v1.NodePool, error) {
 	// Decode numbers as the API server does (integers stay int64), or CEL rules
 	// comparing them would see floats.
 	obj := map[string]any{}
 	if err := utiljson.Unmarshal(js, &obj); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if paths := l.nodePools.UnknownFields(obj); len(paths) > 0 {
+		errs := make([]error, len(paths))
+		for i, p := range paths {
+			errs[i] = fmt.Errorf(`unknown field "%s"`, p)
+		}
+		strict, _ := runtime.AsStrictDecodingError(runtime.NewStrictDecodingError(errs))
+		if l.unknownFields(item, what, strict) {
+			return nil, nil
+		}
 	}
 	if err := l.nodePools.Admit(ctx, obj); err != nil {
 		return nil, err
@@ -430,14 +593,14 @@ func (l *loader) object(obj runtime.Object, what string) error {
 		w.Nodes = append(w.Nodes, o)
 	case *appsv1.Deployment:
 		defaultNamespace(&o.ObjectMeta)
-		pods, err := l.expand(o.ObjectMeta, &o.Spec.Template, o.Spec.Replicas, field.NewPath("spec", "replicas"), 0)
+		pods, err := l.expand(what, o.ObjectMeta, &o.Spec.Template, o.Spec.Replicas, field.NewPath("spec", "replicas"), 0)
 		if err != nil {
 			return err
 		}
 		w.Pods = append(w.Pods, pods...)
 	case *appsv1.ReplicaSet:
 		defaultNamespace(&o.ObjectMeta)
-		pods, err := l.expand(o.ObjectMeta, &o.Spec.Template, o.Spec.Replicas, field.NewPath("spec", "replicas"), 0)
+		pods, err := l.expand(what, o.ObjectMeta, &o.Spec.Template, o.Spec.Replicas, field.NewPath("spec", "replicas"), 0)
 		if err != nil {
 			return err
 		}
@@ -445,7 +608,7 @@ func (l *loader) object(obj runtime.Object, what string) error {
 	case *appsv1.StatefulSet:
 		defaultNamespace(&o.ObjectMeta)
 		claims := len(o.Spec.VolumeClaimTemplates)
-		pods, err := l.expand(o.ObjectMeta, &o.Spec.Template, o.Spec.Replicas, field.NewPath("spec", "replicas"), claims)
+		pods, err := l.expand(what, o.ObjectMeta, &o.Spec.Template, o.Spec.Replicas, field.NewPath("spec", "replicas"), claims)
 		if err != nil {
 			return err
 		}
@@ -480,7 +643,7 @@ func (l *loader) object(obj runtime.Object, what string) error {
 		if o.Spec.Completions != nil && *o.Spec.Completions < n {
 			n, path = *o.Spec.Completions, spec.Child("completions")
 		}
-		pods, err := l.expand(o.ObjectMeta, &o.Spec.Template, &n, path, 0)
+		pods, err := l.expand(what, o.ObjectMeta, &o.Spec.Template, &n, path, 0)
 		if err != nil {
 			return err
 		}
@@ -517,21 +680,28 @@ func defaultNamespace(m *metav1.ObjectMeta) {
 	}
 }
 
+// boundError is a bound of Limits met: it stops the whole read, unlike an object
+// the API server would refuse.
+type boundError struct{ msg string }
+
+func (e *boundError) Error() string { return e.msg }
+
 // charge counts n more pods (or claims) against the bound, before they are made.
 func (l *loader) charge(n int64, what string) error {
 	if left := int64(l.limits.MaxPods - l.pods); n > left {
-		return fmt.Errorf("%s would make the input hold more than %d pods and volume claims (%d so far); raise --max-pods to plan more",
-			what, l.limits.MaxPods, l.pods)
+		return &boundError{fmt.Sprintf("%s would make the input hold more than %d pods and volume claims (%d so far); raise --max-pods to plan more",
+			what, l.limits.MaxPods, l.pods)}
 	}
 	l.pods += int(n)
 	return nil
 }
 
-// expand makes the pods of a workload from its template, named <owner>-<i>:
-// replicas of them (one when unset), each with claims volume claims. The count and
-// the template are checked first. The pods share the template's maps and slices
-// (nothing downstream changes them), so a large template is not copied per pod.
-func (l *loader) expand(owner metav1.ObjectMeta, t *corev1.PodTemplateSpec, replicas *int32, path *field.Path, claims int) ([]*corev1.Pod, error) {
+// expand makes the pods of the workload what from its template, named
+// <owner>-<i>: replicas of them (one when unset), each with claims volume claims.
+// The count and the template are checked first. The pods share the template's maps
+// and slices (nothing downstream changes them), so a large template is not copied
+// per pod. A workload of no pods gets a note, so an empty plan is explained.
+func (l *loader) expand(what string, owner metav1.ObjectMeta, t *corev1.PodTemplateSpec, replicas *int32, path *field.Path, claims int) ([]*corev1.Pod, error) {
 	n := int32(1)
 	if replicas != nil {
 		n = *replicas
@@ -545,12 +715,20 @@ func (l *loader) expand(owner metav1.ObjectMeta, t *corev1.PodTemplateSpec, repl
 	if err := l.charge(int64(n)*int64(1+claims), fmt.Sprintf("%s %d", path, n)); err != nil {
 		return nil, err
 	}
+	if n == 0 {
+		l.w.Notes = append(l.w.Notes, fmt.Sprintf("%s: %s: %s is 0, so it has no pods to plan; set it above 0 to plan for them", l.path, what, path))
+	}
+	name := owner.Name
+	if owner.Namespace != metav1.NamespaceDefault {
+		name = owner.Namespace + "/" + name
+	}
 	pods := make([]*corev1.Pod, 0, n)
 	for i := range n {
 		p := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
 		p.Name = fmt.Sprintf("%s-%d", owner.Name, i)
 		p.Namespace = owner.Namespace
 		pods = append(pods, p)
+		l.w.Owners[p.Namespace+"/"+p.Name] = name
 	}
 	return pods, nil
 }
@@ -598,13 +776,6 @@ func (l *loader) finish() (*Workload, error) {
 	slices.Sort(unknown)
 	if len(unknown) > 0 {
 		return nil, fmt.Errorf("pods are bound to nodes not in the input: %s", strings.Join(unknown, ", "))
-	}
-	seen := map[string]bool{}
-	for _, np := range w.NodePools {
-		if seen[np.Name] {
-			return nil, fmt.Errorf("NodePool %s is defined twice", np.Name)
-		}
-		seen[np.Name] = true
 	}
 	return w, nil
 }

@@ -17,7 +17,7 @@ func TestFIFOIsRefused(t *testing.T) {
 		t.Skipf("cannot make a FIFO here: %v", err)
 	}
 	for _, path := range []string{fifo, dir} {
-		_, err := Load(t.Context(), []string{path}, Limits{})
+		_, err := Load(t.Context(), []string{path}, Options{})
 		if err == nil || !strings.Contains(err.Error(), "pipe.yaml: a named pipe (FIFO); only regular files are read") {
 			t.Errorf("loading %s: %v, want the FIFO refused", path, err)
 		}

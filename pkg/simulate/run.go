@@ -21,6 +21,10 @@ type Result struct {
 	AllocBytes   uint64
 	// LowerBound is a price no plan for the new nodes' pods can beat.
 	LowerBound float64
+	// Owners and Refused are the workload's, for the report: which workload each
+	// pod came from, and the objects left out.
+	Owners  map[string]string
+	Refused []Refusal
 }
 
 // Input turns a workload into the scheduling engine's input, as the controller
@@ -58,5 +62,6 @@ func Run(w *Workload, types []*scheduling.InstanceType, opts scheduling.Options)
 		return strings.Compare(a.Pod.Namespace+"/"+a.Pod.Name, b.Pod.Namespace+"/"+b.Pod.Name)
 	})
 	return &Result{Plan: plan, Pods: len(in.Pods), SolveSeconds: elapsed.Seconds(),
-		AllocBytes: after.TotalAlloc - before.TotalAlloc, LowerBound: scheduling.LowerBound(in.NodePools, plan)}, nil
+		AllocBytes: after.TotalAlloc - before.TotalAlloc, LowerBound: scheduling.LowerBound(in.NodePools, plan),
+		Owners: w.Owners, Refused: w.Refused}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -21,7 +22,7 @@ import (
 )
 
 func TestMixedManifests(t *testing.T) {
-	w, err := Load(t.Context(), []string{"testdata/mixed.yaml"}, Limits{})
+	w, err := Load(t.Context(), []string{"testdata/mixed.yaml"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,16 +101,178 @@ func TestMixedManifests(t *testing.T) {
 	}
 }
 
-func TestInvalidNodePoolGetsTheCRDMessage(t *testing.T) {
-	_, err := Load(t.Context(), []string{"testdata/bad-nodepool.yaml"}, Limits{})
-	if err == nil {
-		t.Fatal("accepted an invalid NodePool")
+// An invalid NodePool is refused with the API server's message, naming the file,
+// the NodePool and the field, and left out; the rest is read and planned.
+func TestInvalidNodePoolIsRefusedAlone(t *testing.T) {
+	w, err := Load(t.Context(), []string{"testdata/bad-nodepool.yaml", "../../examples/seed"}, Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(w.Refused) != 1 {
+		t.Fatalf("refused %v, want the one invalid NodePool", w.Refused)
+	}
+	r := w.Refused[0]
 	for _, want := range []string{"testdata/bad-nodepool.yaml: document 1", `NodePool.karpenter.sh "broken" is invalid`,
 		"spec.template.spec.requirements", "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single non-negative integer value"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
+		if !strings.Contains(r.Error(), want) {
+			t.Errorf("refusal %q lacks %q", r.Error(), want)
 		}
+	}
+	if r.File != "testdata/bad-nodepool.yaml" || r.Document != 1 || r.Object != "NodePool broken" || r.UnknownFields {
+		t.Errorf("refusal %+v", r)
+	}
+	if len(w.NodePools) != 1 || w.NodePools[0].Name != "default" || len(w.Pods) != 10 {
+		t.Fatalf("read NodePools %v and %d pods; want the seed's default NodePool and its 10 pods", w.NodePools, len(w.Pods))
+	}
+	types, err := catalog.AWSUSEast1()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(w, types, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Unschedulable) != 0 || len(res.Plan.NewNodes) == 0 {
+		t.Errorf("plan of the rest: %d new nodes, %d unschedulable pods", len(res.Plan.NewNodes), len(res.Plan.Unschedulable))
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, NewReport(res, "test").Objects()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
+	var last map[string]RefusedView
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatal(err)
+	}
+	if got := last["refused"]; got.File != r.File || got.Document != 1 || got.Object != "NodePool broken" || got.Error != r.Error() {
+		t.Errorf("the last JSON line is %s, want the refused NodePool", lines[len(lines)-1])
+	}
+}
+
+// Fields a schema does not declare are refused as kubectl apply refuses them by
+// default (its --validate=strict), naming the file, the object and each field; warn
+// drops them with a warning each and reads the object; ignore drops them silently.
+func TestUnknownFields(t *testing.T) {
+	const manifests = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: typo, lables: {team: a}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: tailor.sh, kind: SimNodeClass, name: default}
+      terminationGracePeirod: 1h
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: c
+        image: x
+        resources: {requests: {cpu: "1"}}
+        securityContext: {allowPrivilegedEscalation: false}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: bare}
+  spec: {containers: [{name: c, image: x}], nodeSelectr: {disk: ssd}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: unused}
+data: {a: b}
+extra: not read, as simulate does not use ConfigMaps
+`
+	path := filepath.Join(t.TempDir(), "typos.yaml")
+	if err := os.WriteFile(path, []byte(manifests), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Load(t.Context(), []string{path}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range w.Refused {
+		if !r.UnknownFields {
+			t.Errorf("%v: not marked as refused for unknown fields", r)
+		}
+		got = append(got, r.Error())
+	}
+	want := []string{
+		path + `: document 1: NodePool typo: strict decoding error: unknown field "metadata.lables", unknown field "spec.template.spec.terminationGracePeirod"`,
+		path + `: document 2: Deployment team/web: strict decoding error: unknown field "spec.template.spec.containers[0].securityContext.allowPrivilegedEscalation"`,
+		path + `: document 3: item 0: Pod bare: strict decoding error: unknown field "spec.nodeSelectr"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("refusals (-want +got):\n%s", diff)
+	}
+	if len(w.NodePools) != 0 || len(w.Pods) != 0 || !slices.Equal(w.Skipped, []string{"ConfigMap unused"}) {
+		t.Errorf("read %d NodePools, %d pods, skipped %v; want nothing read but the ConfigMap skipped", len(w.NodePools), len(w.Pods), w.Skipped)
+	}
+
+	w, err = Load(t.Context(), []string{path}, Options{FieldValidation: FieldValidationWarn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantWarnings := []string{
+		path + `: document 1: NodePool typo: unknown field "metadata.lables"; dropped`,
+		path + `: document 1: NodePool typo: unknown field "spec.template.spec.terminationGracePeirod"; dropped`,
+		path + `: document 2: Deployment team/web: unknown field "spec.template.spec.containers[0].securityContext.allowPrivilegedEscalation"; dropped`,
+		path + `: document 3: item 0: Pod bare: unknown field "spec.nodeSelectr"; dropped`,
+	}
+	if diff := cmp.Diff(wantWarnings, w.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if len(w.Refused) != 0 || len(w.NodePools) != 1 || len(w.Pods) != 3 {
+		t.Errorf("refused %v, read %d NodePools and %d pods; want the NodePool and 3 pods", w.Refused, len(w.NodePools), len(w.Pods))
+	}
+	if tgp := w.NodePools[0].Spec.Template.Spec.TerminationGracePeriod; tgp != nil {
+		t.Errorf("the misspelt field set terminationGracePeriod %v", tgp)
+	}
+
+	w, err = Load(t.Context(), []string{path}, Options{FieldValidation: FieldValidationIgnore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Refused) != 0 || len(w.Warnings) != 0 || len(w.NodePools) != 1 || len(w.Pods) != 3 {
+		t.Errorf("ignore: refused %v, warnings %v, %d NodePools, %d pods", w.Refused, w.Warnings, len(w.NodePools), len(w.Pods))
+	}
+}
+
+// A workload of no pods (replicas: 0, as most of Karpenter's example workloads
+// ship) gets a note, so an empty plan is explained; its pods, when it has some, are
+// named for it.
+func TestEmptyWorkloadsAreNoted(t *testing.T) {
+	w, err := Load(t.Context(), []string{"../../examples/aws-karpenter/workloads"}, Options{FieldValidation: FieldValidationWarn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empty []string
+	for _, note := range w.Notes {
+		file, rest, _ := strings.Cut(note, ": ")
+		if !strings.HasSuffix(rest, ": spec.replicas is 0, so it has no pods to plan; set it above 0 to plan for them") {
+			t.Errorf("note %q", note)
+		}
+		empty = append(empty, filepath.Base(file))
+	}
+	want := []string{"gpu-amd.yaml", "gpu-nvidia.yaml", "neuron.yaml", "prefer-arm.yaml", "spot.yaml", "spread-zone.yaml"}
+	if !slices.Equal(empty, want) {
+		t.Errorf("noted %v, want %v", empty, want)
+	}
+	// inflate (replicas unset: 1), arm64 1, pdb 10, host-spread 10, host-zone-spread 50.
+	if len(w.Pods) != 72 {
+		t.Errorf("%d pods, want 72", len(w.Pods))
+	}
+	if got := w.Owners["default/host-zone-spread-49"]; got != "host-zone-spread" {
+		t.Errorf("host-zone-spread-49 is owned by %q", got)
 	}
 }
 
@@ -129,7 +292,7 @@ func TestGzipAndDirectories(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a manifest"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Load(t.Context(), []string{dir}, Limits{})
+	w, err := Load(t.Context(), []string{dir}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,20 +303,42 @@ func TestGzipAndDirectories(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"no kind":        {"apiVersion: v1\nmetadata: {name: x}\n", "document 1: apiVersion and kind are required"},
-		"bad field":      {"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: many}\n", "document 1: Deployment web"},
-		"not yaml":       {"apiVersion: v1\nkind: Pod\n  bad: [indent\n", "document 1"},
-		"unknown node":   {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: ghost, containers: [{name: c, image: x}]}\n", "pods are bound to nodes not in the input: ghost"},
-		"NodePool twice": {"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\nspec: {template: {spec: {nodeClassRef: {group: g, kind: K, name: default}}}}\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\nspec: {template: {spec: {nodeClassRef: {group: g, kind: K, name: default}}}}\n", "NodePool a is defined twice"},
+		"no kind":      {"apiVersion: v1\nmetadata: {name: x}\n", "document 1: apiVersion and kind are required"},
+		"not yaml":     {"apiVersion: v1\nkind: Pod\n  bad: [indent\n", "document 1"},
+		"unknown node": {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: ghost, containers: [{name: c, image: x}]}\n", "pods are bound to nodes not in the input: ghost"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "in.yaml")
 			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Load(t.Context(), []string{path}, Limits{})
+			_, err := Load(t.Context(), []string{path}, Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Objects the API server would refuse are left out, each with a message naming
+// the file, the document and the object, and the rest is read.
+func TestRefusedObjects(t *testing.T) {
+	const pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: a}\nspec: {template: {spec: {nodeClassRef: {group: g, kind: K, name: default}}}}\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"bad field":      {"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: many}\n", "document 1: Deployment web: "},
+		"NodePool twice": {pool + "---\n" + pool, "document 2: NodePool a is defined twice; the first, in "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "in.yaml")
+			if err := os.WriteFile(path, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			w, err := Load(t.Context(), []string{path}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(w.Refused) != 1 || !strings.Contains(w.Refused[0].Error(), path+": "+tc.want) {
+				t.Errorf("refused %v, want one refusal saying %q", w.Refused, tc.want)
 			}
 		})
 	}
@@ -165,9 +350,12 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := Load(t.Context(), []string{"../../examples/seed"}, Limits{})
+	w, err := Load(t.Context(), []string{"../../examples/seed"}, Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(w.Refused) != 0 {
+		t.Errorf("seed: refused %v", w.Refused)
 	}
 	res, err := Run(w, types, scheduling.Options{})
 	if err != nil {
@@ -181,9 +369,12 @@ func TestExamples(t *testing.T) {
 		t.Errorf("seed: %d of 10 pods on new nodes, %d unschedulable", placed, len(res.Plan.Unschedulable))
 	}
 
-	w, err = Load(t.Context(), []string{"../../examples/aws"}, Limits{})
+	w, err = Load(t.Context(), []string{"../../examples/aws"}, Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(w.Refused) != 0 {
+		t.Errorf("aws: refused %v", w.Refused)
 	}
 	res, err = Run(w, types, scheduling.Options{})
 	if err != nil {
@@ -230,7 +421,7 @@ func TestExamples(t *testing.T) {
 // The consolidation example: the empty node goes first, the idle ones follow, the
 // node with a do-not-disrupt pod stays, and the price falls.
 func TestConsolidateExample(t *testing.T) {
-	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"}, Limits{})
+	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +457,7 @@ func TestConsolidateExample(t *testing.T) {
 
 // A PDB that allows no disruption keeps its pods' nodes.
 func TestConsolidateHonoursPDB(t *testing.T) {
-	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"}, Limits{})
+	w, err := Load(t.Context(), []string{"../../examples/consolidate/cluster.yaml"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +550,7 @@ spec:
 	if err := os.WriteFile(path, []byte(manifests), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w, err := Load(t.Context(), []string{path}, Limits{})
+	w, err := Load(t.Context(), []string{path}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package convert
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,8 +91,9 @@ const (
 )
 
 // Convert converts every object of the inputs it knows and passes the others
-// through unchanged. An object that cannot be converted is an error naming the
-// object and the field; all such errors are returned together.
+// through unchanged. An object that cannot be converted, or that converts to one
+// its v1 CRD refuses (checked offline, as the API server would), is an error naming
+// the object and the field; all such errors are returned together.
 func Convert(inputs []Input, opts Options) (*Result, error) {
 	c := &converter{opts: opts, classes: map[string]*class{}}
 	var errs []error
@@ -129,11 +131,17 @@ func Convert(inputs []Input, opts Options) (*Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.what, err)
 			}
+			errs = append(errs, validate(context.Background(), s, doc))
 			res.Documents = append(res.Documents, doc)
 		}
 		if s.passthrough != nil {
+			errs = append(errs, validate(context.Background(), s, s.passthrough))
 			res.Documents = append(res.Documents, s.passthrough)
 		}
+	}
+	// Output the API server would refuse is an error, not a file to find out with.
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(c.warnings, func(a, b Warning) int { return a.order - b.order })
 	res.Warnings = c.warnings
@@ -162,6 +170,8 @@ type source struct {
 	out []object
 	// pool is the converted NodePool, if any.
 	pool *v1.NodePool
+	// origins map output fields back to the source fields they came from.
+	origins []origin
 }
 
 // object is a converted object.

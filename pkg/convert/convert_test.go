@@ -295,6 +295,25 @@ func TestKubeletPlacement(t *testing.T) {
 	}
 }
 
+// An EC2NodeClass that names no role or instance profile is refused by v1: without
+// --role (or --instance-profile) the conversion fails, naming each object.
+func TestIdentityRequired(t *testing.T) {
+	v1beta1 := "apiVersion: karpenter.k8s.aws/v1beta1\nkind: EC2NodeClass\nmetadata: {name: b}\nspec: {amiFamily: AL2023, subnetSelectorTerms: [{id: subnet-1}], securityGroupSelectorTerms: [{id: sg-1}]}\n"
+	_, err := convert.Convert([]convert.Input{{Name: "in.yaml", Data: []byte(template + "---\n" + v1beta1)}}, convert.Options{})
+	for _, want := range []string{
+		"AWSNodeTemplate default: spec.instanceProfile: unset, so the install's default instance profile was used, which v1 does not have: pass --role",
+		"EC2NodeClass b: spec.role: unset, and so is spec.instanceProfile; v1 needs one of them: pass --role",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one containing %q", err, want)
+		}
+	}
+	// A template with its own instance profile needs neither.
+	if _, err := convert.Convert([]convert.Input{{Name: "in.yaml", Data: []byte(template + "  instanceProfile: own\n")}}, convert.Options{}); err != nil {
+		t.Errorf("a template naming its instance profile: %v", err)
+	}
+}
+
 func TestIdentity(t *testing.T) {
 	objs, _ := run(t, convert.Options{InstanceProfile: "KarpenterNodeInstanceProfile-demo"}, template)
 	if got := get(objs[0], "spec", "instanceProfile"); got != "KarpenterNodeInstanceProfile-demo" {
@@ -344,6 +363,17 @@ func TestErrors(t *testing.T) {
 		{"no name", "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nspec: {}\n", "in.yaml: document 1: Provisioner: metadata.name is required"},
 		{"class twice", template + "---\napiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\nspec:\n  provider: {subnetSelector: {a: b}, securityGroupSelector: {a: b}}\n",
 			"Provisioner default: makes EC2NodeClass default, as AWSNodeTemplate default does"},
+		// What converts but the v1 CRD refuses is an error at the source field.
+		{"AMI id typo", template + "  amiSelector: {aws-ids: ami456}\n",
+			`AWSNodeTemplate default: spec.amiSelector: becomes EC2NodeClass default, which karpenter.k8s.aws/v1 does not accept: spec.amiSelectorTerms[0].id: Invalid value: "ami456"`},
+		{"security group id typo in a provider block", "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: p}\nspec:\n  provider: {subnetSelector: {a: b}, securityGroupSelector: {aws-ids: sg123}}\n",
+			`Provisioner p: spec.provider.securityGroupSelector: becomes EC2NodeClass p, which karpenter.k8s.aws/v1 does not accept: spec.securityGroupSelectorTerms[0].id: Invalid value: "sg123"`},
+		{"weight out of range", provisioner("p", "weight: 1000"),
+			"Provisioner p: spec.weight: becomes NodePool p, which karpenter.sh/v1 does not accept: spec.weight: Invalid value: 1000"},
+		{"v1beta1 weight out of range", "apiVersion: karpenter.sh/v1beta1\nkind: NodePool\nmetadata: {name: x}\nspec: {template: {spec: {nodeClassRef: {name: d}}}, weight: 101}\n",
+			"NodePool x: the karpenter.sh/v1 NodePool it becomes is not valid: spec.weight: Invalid value: 101"},
+		{"v1 passed through", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: []}}, weight: 0}\n",
+			"NodePool x: not valid karpenter.sh/v1: spec.weight: Invalid value: 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := convert.Convert([]convert.Input{{Name: "in.yaml", Data: []byte(tc.input)}}, role)

@@ -73,6 +73,11 @@ func (c *converter) addClass(s *source, nc *awsv1.EC2NodeClass) error {
 func (c *converter) fromTemplate(s *source, path string, t *nodeTemplateSpec) (*awsv1.EC2NodeClass, error) {
 	nc := &awsv1.EC2NodeClass{}
 	spec := &nc.Spec
+	for field, from := range map[string]string{"subnetSelectorTerms": "subnetSelector", "securityGroupSelectorTerms": "securityGroupSelector",
+		"amiSelectorTerms": "amiSelector", "amiFamily": "amiFamily", "userData": "userData", "tags": "tags",
+		"blockDeviceMappings": "blockDeviceMappings", "metadataOptions": "metadataOptions", "context": "context"} {
+		s.from(kindEC2NodeClass, "spec."+field, path+"."+from)
+	}
 	if len(t.SubnetSelector) == 0 {
 		return nil, fmt.Errorf("%s.subnetSelector: required: the tags (or aws-ids) of the subnets nodes launch into", path)
 	}
@@ -129,7 +134,9 @@ func (c *converter) fromTemplate(s *source, path string, t *nodeTemplateSpec) (*
 		spec.InstanceProfile = ptr.To(*t.InstanceProfile)
 		c.warn(s, path+".instanceProfile", "carried over as spec.instanceProfile; the role inside it cannot be inferred, so spec.role (which lets Tailor manage the instance profile) is left to you")
 	default:
-		c.identity(s, path, nc)
+		if err := c.identity(nc, path+".instanceProfile: unset, so the install's default instance profile was used, which v1 does not have"); err != nil {
+			return nil, err
+		}
 	}
 	spec.UserData = t.UserData
 	spec.Tags = c.tags(s, path+".tags", t.Tags)
@@ -143,16 +150,18 @@ func (c *converter) fromTemplate(s *source, path string, t *nodeTemplateSpec) (*
 }
 
 // identity sets the role or instance profile from the options, for a source that
-// relied on the install's default instance profile.
-func (c *converter) identity(s *source, path string, nc *awsv1.EC2NodeClass) {
+// names neither (it relied on the install's default instance profile). Without
+// the options, the class would be one v1 refuses: an error saying why, not a guess.
+func (c *converter) identity(nc *awsv1.EC2NodeClass, why string) error {
 	switch {
 	case c.opts.InstanceProfile != "":
 		nc.Spec.InstanceProfile = ptr.To(c.opts.InstanceProfile)
 	case c.opts.Role != "":
 		nc.Spec.Role = c.opts.Role
 	default:
-		c.warn(s, path+".instanceProfile", "unset, so the install's default instance profile was used, which v1 does not have; set spec.role (or pass --role) before applying")
+		return fmt.Errorf("%s: pass --role with the nodes' IAM role (or --instance-profile)", why)
 	}
+	return nil
 }
 
 // fromV1beta1 converts a v1beta1 EC2NodeClass spec.
@@ -168,7 +177,9 @@ func (c *converter) fromV1beta1(s *source, old *awsv1.EC2NodeClassSpec) (*awsv1.
 		return nil, err
 	}
 	if spec.Role == "" && spec.InstanceProfile == nil {
-		c.identity(s, "spec", nc)
+		if err := c.identity(nc, "spec.role: unset, and so is spec.instanceProfile; v1 needs one of them"); err != nil {
+			return nil, err
+		}
 	}
 	spec.Tags = c.tags(s, "spec.tags", old.Tags)
 	spec.MetadataOptions = c.metadataOptions(s, "spec.metadataOptions", old.MetadataOptions)

@@ -77,6 +77,11 @@ func (c *converter) fromProvisioner(s *source, p *provisioner) error {
 		ObjectMeta: outputMeta(p.Metadata),
 	}
 	out := &np.Spec
+	for field, from := range map[string]string{"template.metadata.labels": "labels", "template.metadata.annotations": "annotations",
+		"template.spec.requirements": "requirements", "template.spec.taints": "taints", "template.spec.startupTaints": "startupTaints",
+		"limits": "limits.resources", "weight": "weight"} {
+		s.from("NodePool", "spec."+field, "spec."+from)
+	}
 	out.Template.Labels = c.labels(s, "spec.labels", spec.Labels)
 	out.Template.Annotations = spec.Annotations
 	reqs, err := c.requirements(s, "spec.requirements", spec.Requirements)

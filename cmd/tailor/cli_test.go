@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 )
@@ -136,6 +137,51 @@ func TestCompletion(t *testing.T) {
 	code, stdout, _ := runIn(t, "", "__complete", "simulate", "--out")
 	if code != 0 || !strings.Contains(stdout, "--output") {
 		t.Errorf("completing --out: exit code %d, %q", code, stdout)
+	}
+}
+
+// Enumerated flags complete to their values, and nothing else (no file names);
+// --dir completes directories.
+func TestFlagValueCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+		// directive is cobra's: 4 no files, 6 no files and no space, 16 directories.
+		directive string
+	}{
+		{[]string{"simulate", "-o", ""}, []string{"table", "json", "yaml"}, ":4"},
+		{[]string{"simulate", "--output", ""}, []string{"table", "json", "yaml"}, ":4"},
+		{[]string{"convert", "-o", ""}, []string{"yaml", "json"}, ":4"},
+		{[]string{"sandbox", "up", "--cloud", ""}, []string{"sim", "aws"}, ":4"},
+		{[]string{"sandbox", "status", "--dir", ""}, nil, ":16"},
+		{[]string{"controller", "--cloud-provider", ""}, []string{"sim", "aws"}, ":4"},
+		{[]string{"controller", "--log-level", ""}, []string{"debug", "info", "error"}, ":4"},
+		{[]string{"controller", "--preference-policy", ""}, []string{"Respect", "Ignore"}, ":4"},
+		{[]string{"controller", "--min-values-policy", ""}, []string{"Strict", "BestEffort"}, ":4"},
+		{[]string{"simulate", "--min-values-policy", ""}, []string{"Strict", "BestEffort"}, ":4"},
+		{[]string{"simulate", "--node-overhead", ""}, []string{"eks", "kwok"}, ":4"},
+		{[]string{"controller", "--feature-gates", "NodeRepair=true,Sta"}, []string{"NodeRepair=true,StaticCapacity=true", "NodeRepair=true,StaticCapacity=false"}, ":6"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, stdout, _ := runIn(t, "", append([]string{"__complete"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit code %d", code)
+			}
+			lines := strings.Split(strings.TrimSpace(stdout), "\n")
+			got, directive := lines[:len(lines)-1], lines[len(lines)-1]
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" || directive != tc.directive {
+				t.Errorf("completions (-want +got):\n%s\ndirective %s, want %s", diff, directive, tc.directive)
+			}
+		})
+	}
+}
+
+// `sandbox status --dir` on a directory that is not a sandbox fails, saying so.
+func TestSandboxStatusOfADirectoryThatIsNotASandbox(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runIn(t, "", "sandbox", "status", "--dir", dir)
+	if code != exitFailed || stdout != "" || !strings.Contains(stderr, "tailor sandbox status: "+dir+" is not a sandbox") {
+		t.Errorf("exit code %d, stdout %q, stderr %q; want %d and an error saying it is not a sandbox", code, stdout, stderr, exitFailed)
 	}
 }
 

@@ -117,6 +117,7 @@ Exit codes: 0 success, 1 the command failed, 2 a usage error,
 		newVersionCommand(s),
 	)
 	strictCompletion(root, s)
+	completeFlagValues(root)
 	return root
 }
 

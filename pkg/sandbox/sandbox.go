@@ -332,8 +332,21 @@ func Down(dir string, out io.Writer) error {
 	return nil
 }
 
-// Status says what runs.
+// Status says what runs. A directory that does not exist holds no sandbox, which
+// is an answer; one that is not a sandbox's (--dir mistyped, say) is an error.
 func Status(dir string, out io.Writer) error {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(out, "sandbox: not running (no %s)\n", dir)
+		return nil
+	case err != nil:
+		return err
+	case !info.IsDir():
+		return fmt.Errorf("%s is not a sandbox: it is a file, not a directory", dir)
+	case !isSandbox(dir):
+		return fmt.Errorf("%s is not a sandbox (it has no %s file): name the directory `tailor sandbox up --dir` made", dir, Marker)
+	}
 	procs, err := localcluster.Processes(dir)
 	if err != nil {
 		if os.IsNotExist(err) {

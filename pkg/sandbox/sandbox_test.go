@@ -187,3 +187,27 @@ func startTime(t *testing.T, pid int) uint64 {
 	}
 	return v
 }
+
+// status on a directory that is not a sandbox's (a mistyped --dir) is an error
+// saying so, not "not running"; on one that does not exist, nothing runs.
+func TestStatusOfADirectoryThatIsNotASandbox(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "notes.txt", "mine")
+	var out bytes.Buffer
+	if err := Status(dir, &out); err == nil || !strings.Contains(err.Error(), dir+" is not a sandbox (it has no "+Marker+" file)") {
+		t.Errorf("status of a directory without the marker: error %v, output %q", err, out.String())
+	}
+	file := filepath.Join(dir, "notes.txt")
+	if err := Status(file, &out); err == nil || !strings.Contains(err.Error(), "is not a sandbox: it is a file") {
+		t.Errorf("status of a file: error %v", err)
+	}
+	out.Reset()
+	if err := Status(filepath.Join(dir, "nothing-here"), &out); err != nil || !strings.Contains(out.String(), "sandbox: not running") {
+		t.Errorf("status of no directory: error %v, output %q; want not running", err, out.String())
+	}
+	write(t, dir, Marker, "")
+	out.Reset()
+	if err := Status(dir, &out); err != nil || !strings.Contains(out.String(), "sandbox: not running") {
+		t.Errorf("status of a sandbox that started nothing: error %v, output %q; want not running", err, out.String())
+	}
+}

@@ -197,6 +197,12 @@ func look(ctx context.Context, kube client.Client, workload map[string]string) (
 	if err := kube.List(ctx, claims); err != nil {
 		return s, err
 	}
+	claimOf := map[string]*v1.NodeClaim{}
+	for i := range claims.Items {
+		if id := claims.Items[i].Status.ProviderID; id != "" {
+			claimOf[id] = &claims.Items[i]
+		}
+	}
 	for _, nc := range claims.Items {
 		state := "Launching"
 		for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeReady} {
@@ -229,11 +235,30 @@ func look(ctx context.Context, kube client.Client, workload map[string]string) (
 	if err := kube.List(ctx, nodes, client.HasLabels{v1.NodePoolLabelKey}); err != nil {
 		return s, err
 	}
-	for _, n := range nodes.Items {
-		s.nodes = append(s.nodes, fmt.Sprintf("%s %s %s", n.Labels[v1.LabelInstanceType], n.Labels[v1.LabelZone], n.Labels[v1.CapacityTypeLabelKey]))
+	for i := range nodes.Items {
+		s.nodes = append(s.nodes, describeNode(&nodes.Items[i], claimOf[nodes.Items[i].Spec.ProviderID]))
 	}
 	slices.Sort(s.nodes)
 	return s, nil
+}
+
+// describeNode is "type zone capacity-type" for a Node. A Node that has not
+// registered yet may lack the labels its claim got at launch (an AWS instance's
+// kubelet starts with the labels known before the launch chose spot or
+// on-demand): they come from its claim then, or read "unknown", never blank.
+func describeNode(n *corev1.Node, claim *v1.NodeClaim) string {
+	var fields []string
+	for _, key := range []string{v1.LabelInstanceType, v1.LabelZone, v1.CapacityTypeLabelKey} {
+		v := n.Labels[key]
+		if v == "" && claim != nil {
+			v = claim.Labels[key]
+		}
+		if v == "" {
+			v = "unknown"
+		}
+		fields = append(fields, v)
+	}
+	return strings.Join(fields, " ")
 }
 
 var fallbackPrices = sync.OnceValues(func() (awscloud.Prices, error) { return awscloud.FallbackPrices("us-east-1") })

@@ -5,7 +5,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	v1 "github.com/nodetailor/tailor/api/v1"
 )
 
 // The demo applies the seed example's own Deployment, as the README describes it.
@@ -48,5 +51,32 @@ func TestDefaultDaemonSetsRunOnEveryNode(t *testing.T) {
 	}
 	if n < 3 {
 		t.Errorf("%d DaemonSets in the defaults, want a proxy, a CNI agent and a log agent", n)
+	}
+}
+
+// A Node that has not registered yet may lack its capacity type (an AWS kubelet
+// starts without it): the demo takes it from the node's claim, and never shows a
+// blank.
+func TestDescribeNodeNeverBlank(t *testing.T) {
+	node := func(labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1"}}
+	}
+	full := map[string]string{v1.LabelInstanceType: "m5.large", v1.LabelZone: "us-east-1a", v1.CapacityTypeLabelKey: v1.CapacityTypeSpot}
+	launched := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Labels: full}}
+	noCapacityType := map[string]string{v1.LabelInstanceType: "m5.large", v1.LabelZone: "us-east-1a"}
+	for _, tc := range []struct {
+		name  string
+		node  *corev1.Node
+		claim *v1.NodeClaim
+		want  string
+	}{
+		{"registered", node(full), nil, "m5.large us-east-1a spot"},
+		{"from its claim", node(noCapacityType), launched, "m5.large us-east-1a spot"},
+		{"no claim", node(noCapacityType), nil, "m5.large us-east-1a unknown"},
+		{"nothing known", node(nil), &v1.NodeClaim{}, "unknown unknown unknown"},
+	} {
+		if got := describeNode(tc.node, tc.claim); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

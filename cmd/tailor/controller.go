@@ -57,7 +57,7 @@ func parseControllerEnv(args []string, env environment, stderr io.Writer) (opera
 
 // addControllerFlags defines the controller's flags, which fill in opts.
 func addControllerFlags(fs *pflag.FlagSet, opts *operator.Options) {
-	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, or $KUBECONFIG)")
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else in-cluster, else ~/.kube/config)")
 	fs.StringVar(&opts.CloudProvider, "cloud-provider", opts.CloudProvider, "cloud provider: sim or aws")
 	fs.StringVar(&opts.AWS.ClusterName, "cluster-name", opts.AWS.ClusterName, "aws: the EKS cluster's name, which tags and bootstraps its instances")
 	fs.StringVar(&opts.AWS.ClusterEndpoint, "cluster-endpoint", opts.AWS.ClusterEndpoint, "aws: the API server URL nodes join (default: from EKS DescribeCluster)")

@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +74,30 @@ func TestControllerSchedulingPolicies(t *testing.T) {
 	}
 	if _, err := parseControllerEnv([]string{"--min-values-policy", "Loose"}, environment{lookup: func(string) (string, bool) { return "", false }, readFile: noFile}, io.Discard); err == nil {
 		t.Error("--min-values-policy Loose was accepted")
+	}
+}
+
+// With no cluster anywhere, `tailor controller` says where it looked, not
+// client-go's hint to set KUBERNETES_MASTER.
+func TestControllerWithoutAKubeconfig(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("GOGC", "100") // runController tunes the collector unless GOGC is set
+	code, stdout, stderr := runIn(t, "", "controller")
+	want := []string{"tailor controller: no cluster to connect to. Looked at --kubeconfig: not given; $KUBECONFIG: not set; in-cluster: not in a pod",
+		"~/.kube/config: " + filepath.Join(home, ".kube", "config") + " does not exist", "Pass --kubeconfig FILE or set KUBECONFIG"}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr %q does not say %q", stderr, w)
+		}
+	}
+	if code != exitFailed || stdout != "" || strings.Contains(stderr, "KUBERNETES_MASTER") {
+		t.Errorf("exit code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = runIn(t, "", "controller", "--kubeconfig", filepath.Join(home, "nope"))
+	if code != exitFailed || !strings.Contains(stderr, "--kubeconfig "+filepath.Join(home, "nope")+": no such file") {
+		t.Errorf("a missing --kubeconfig: exit code %d, stderr %q", code, stderr)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -111,14 +110,6 @@ func DefaultOptions() Options {
 
 // Scheme knows the kinds Tailor reads and writes.
 func Scheme() (*runtime.Scheme, error) { return kubescheme.New() }
-
-// RESTConfig loads the cluster credentials the options name.
-func RESTConfig(opts Options) (*rest.Config, error) {
-	if opts.Kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
-	}
-	return ctrl.GetConfig()
-}
 
 // controller is what each controller in pkg/controllers offers the operator.
 // Register adds it to mgr: a reconciler as a controller-runtime controller, a loop

@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"regexp"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +63,7 @@ func newProvider(ctx context.Context, mgr ctrl.Manager, clk clock.Clock, opts Op
 		simCloud := sim.New(kube, clk).WithAPIReader(mgr.GetAPIReader())
 		return provider{cloud: simCloud, nodeClass: &v1alpha1.SimNodeClass{}, interruptions: simCloud,
 			register: func(mgr ctrl.Manager) error {
-				if err := sim.NewRegistrar(kube, simCloud, clk).Register(mgr); err != nil {
+				if err := sim.NewRegistrar(kube, simCloud, clk).WithKubeletVersion(kubeletVersion(mgr.GetConfig())).Register(mgr); err != nil {
 					return err
 				}
 				return sim.NewNodeClassController(kube, simCloud).Register(mgr)
@@ -130,6 +133,46 @@ func awsConfig(ctx context.Context, opts AWSOptions) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("loading the AWS configuration: %w", err)
 	}
 	return cfg, nil
+}
+
+// kubeletVersion is what the sim cloud's nodes report as their kubelet's version:
+// the API server's (v1.34.4), as a cluster's nodes usually run the control
+// plane's. A control plane built from source without a version stamp (the local
+// one: v0.0.0-master) is taken for the Kubernetes release of Tailor's own client
+// libraries, which the local control plane is pinned to.
+func kubeletVersion(cfg *rest.Config) string {
+	server := ""
+	if dc, err := discovery.NewDiscoveryClientForConfig(cfg); err == nil {
+		if v, err := dc.ServerVersion(); err == nil {
+			server = v.GitVersion
+		}
+	}
+	var deps []*debug.Module
+	if info, ok := debug.ReadBuildInfo(); ok {
+		deps = info.Deps
+	}
+	return chooseKubeletVersion(server, deps)
+}
+
+// releaseVersion is a Kubernetes release's version, v1.34.4 (perhaps with a
+// suffix, v1.34.4-eks-3025e55).
+var releaseVersion = regexp.MustCompile(`^v1\.\d+\.\d+`)
+
+// chooseKubeletVersion is the server's version when it is a release's, else the
+// release of the client-go among deps (v0.34.4 is Kubernetes v1.34.4), else "".
+func chooseKubeletVersion(server string, deps []*debug.Module) string {
+	if releaseVersion.MatchString(server) {
+		return server
+	}
+	for _, m := range deps {
+		if m.Path != "k8s.io/client-go" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(m.Version, "v0."); ok && releaseVersion.MatchString("v1."+rest) {
+			return "v1." + rest
+		}
+	}
+	return ""
 }
 
 // kubernetesVersion is the API server's minor version (1.34), which picks the AMIs

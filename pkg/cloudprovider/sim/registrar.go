@@ -37,11 +37,21 @@ type Registrar struct {
 	kube  client.Client
 	cloud *CloudProvider
 	clock clock.Clock
+	// kubeletVersion is what the nodes' kubelets report (v1.34.4).
+	kubeletVersion string
 }
 
 // NewRegistrar returns the registrar of cloud.
 func NewRegistrar(kube client.Client, cloud *CloudProvider, clk clock.Clock) *Registrar {
 	return &Registrar{kube: kube, cloud: cloud, clock: clk}
+}
+
+// WithKubeletVersion has the nodes report version as their kubelet's
+// (status.nodeInfo.kubeletVersion): the control plane's, as a cluster's nodes
+// usually run. Left unset, kwok reports "fake".
+func (r *Registrar) WithKubeletVersion(version string) *Registrar {
+	r.kubeletVersion = version
+	return r
 }
 
 // Name names the controller.
@@ -144,6 +154,7 @@ func (r *Registrar) node(ctx context.Context, inst *v1alpha1.SimInstance) *corev
 	}
 	node.Status.NodeInfo.Architecture = node.Labels[corev1.LabelArchStable]
 	node.Status.NodeInfo.OperatingSystem = node.Labels[corev1.LabelOSStable]
+	node.Status.NodeInfo.KubeletVersion = r.kubeletVersion
 	r.posted(node, inst)
 	return node
 }

@@ -107,7 +107,7 @@ func TestLaunchRegisterTerminate(t *testing.T) {
 		t.Errorf("List: %v, %v", all, err)
 	}
 
-	registrar := NewRegistrar(kube, cloud, clk)
+	registrar := NewRegistrar(kube, cloud, clk).WithKubeletVersion("v1.34.4")
 	inst, _ := instanceOf(launched.Status.ProviderID)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: inst}}
 	res, err := registrar.Reconcile(ctx, req)
@@ -145,6 +145,10 @@ func TestLaunchRegisterTerminate(t *testing.T) {
 	if !ready || node.Status.Phase != corev1.NodeRunning || len(node.Status.Addresses) != 2 || node.Labels["beta.kubernetes.io/arch"] != "amd64" {
 		t.Errorf("node status: conditions %v, phase %q, addresses %v; want Ready, Running, an internal IP and a hostname (and the beta arch label)",
 			node.Status.Conditions, node.Status.Phase, node.Status.Addresses)
+	}
+	// Its kubelet reports a version, as `kubectl get nodes` shows.
+	if info := node.Status.NodeInfo; info.KubeletVersion != "v1.34.4" || info.Architecture != "amd64" || info.OperatingSystem != "linux" {
+		t.Errorf("node info %+v, want kubelet v1.34.4 on linux/amd64", info)
 	}
 
 	if err := cloud.Delete(ctx, launched); err != nil {

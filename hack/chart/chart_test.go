@@ -71,6 +71,11 @@ podDisruptionBudget: {name: tailor-budget, maxUnavailable: 2}
 serviceMonitor:
   enabled: true
   additionalLabels: {release: prometheus}
+  relabelings: [{targetLabel: job, replacement: karpenter}]
+  metricRelabelings: [{sourceLabels: [__name__], regex: go_.*, action: drop}]
+  sampleLimit: 10000
+dnsConfig: {options: [{name: ndots, value: "2"}]}
+schedulerName: platform-scheduler
 `
 
 func TestLint(t *testing.T) {
@@ -430,8 +435,13 @@ func TestKarpenterValues(t *testing.T) {
 	if c.Image != "registry.example.com/tailor:v0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
 		t.Errorf("image %q, pull policy %q", c.Image, c.ImagePullPolicy)
 	}
-	if pdb := only[*policyv1.PodDisruptionBudget](t, rel); pdb.Name != "karpenter" {
-		t.Errorf("PDB named %s", pdb.Name)
+	// Karpenter's podDisruptionBudget.name, karpenter, counts as unset: the PDB is
+	// named as the release's other objects are, and NOTES say so.
+	if pdb := only[*policyv1.PodDisruptionBudget](t, rel); pdb.Name != "karpenter-tailor" {
+		t.Errorf("PDB named %s, want the full name karpenter-tailor", pdb.Name)
+	}
+	if !strings.Contains(rel.Notes, `podDisruptionBudget.name "karpenter" is Karpenter's default: the PodDisruptionBudget is named karpenter-tailor`) {
+		t.Errorf("NOTES do not say the PDB's name was not Karpenter's:\n%s", rel.Notes)
 	}
 	// Karpenter's empty terminationGracePeriodSeconds leaves the field to Kubernetes.
 	if g := dep.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
@@ -441,9 +451,9 @@ func TestKarpenterValues(t *testing.T) {
 		t.Errorf("topology spread %+v", tsc)
 	}
 
-	// Karpenter's keys for what Tailor does not have, at Karpenter's defaults (or
-	// another value that asks for nothing), are accepted and change nothing: the
-	// release is the one the chart's defaults make.
+	// Karpenter's keys, at Karpenter's defaults (or another value that asks for
+	// nothing), are accepted and change nothing: the release is the one the chart's
+	// defaults make.
 	defaults, err := Render(tailorChart, "karpenter", "kube-system", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -465,13 +475,13 @@ func TestKarpenterValues(t *testing.T) {
 	}
 }
 
-// karpenterIgnoredValues are the keys of Karpenter's chart (v1.0 to v1.14) for what
-// Tailor does not have, each at Karpenter's default. webhook.enabled was true in
-// Karpenter v1.0's chart (its conversion webhooks) and the key is gone since; false
-// is what Tailor accepts.
+// karpenterIgnoredValues are the keys of Karpenter's chart (v1.0 to v1.14, and main)
+// that Tailor's chart does not have, or has with a default that renders nothing,
+// each at Karpenter's default (schedulerName's, default-scheduler, is rendered: see
+// karpenterIgnoredAlternatives). webhook (true in v1.0, for its conversion
+// webhooks) and postInstallHook (v1.0.0) are ignored whatever their values.
 const karpenterIgnoredValues = `
 hostNetwork: false
-schedulerName: default-scheduler
 dnsConfig: {}
 initContainers: {}
 additionalClusterRoleRules: []
@@ -480,10 +490,21 @@ logOutputPaths:
 logErrorOutputPaths:
   - stderr
 webhook:
-  enabled: false
+  enabled: true
   port: 8443
   metrics:
     port: 8001
+postInstallHook:
+  image:
+    repository: public.ecr.aws/bitnami/kubectl
+    tag: "1.30"
+    digest: sha256:13a2ad1bd37ce42ee2a6f1ab0d30595f42eb7fe4a90d6ec848550524104a1ed6
+podDisruptionBudget:
+  name: karpenter
+serviceMonitor:
+  relabelings: []
+  metricRelabelings: []
+  sampleLimit: null
 controller:
   containerName: controller
   sidecarContainer: []
@@ -495,6 +516,13 @@ settings:
   ignoreDRARequests: true
   disableClusterStateObservability: false
   disableDryRun: false
+  enableZonalShift: false
+  amiRefreshInterval: 1m
+  subnetRefreshInterval: 1m
+  awsFeatureGates:
+    nodeClassCEL: false
+  featureGates:
+    StaticCapacity: false
 `
 
 // karpenterIgnoredAlternatives are the other values of those keys that ask for
@@ -502,9 +530,13 @@ settings:
 const karpenterIgnoredAlternatives = `
 schedulerName: ""
 initContainers: []
+webhook:
+  enabled: false
 settings:
   reservedENIs: 0
   disableDryRun: true
+  amiRefreshInterval: ""
+  subnetRefreshInterval: ""
 `
 
 // manifests are a release's objects as YAML, keyed by kind and name.
@@ -537,29 +569,39 @@ func TestRefusedValues(t *testing.T) {
 		// Karpenter's keys for what Tailor does not have are accepted only at the
 		// value that asks for nothing (TestKarpenterValues); any other is refused,
 		// named.
-		"hostNetwork: true": "at '/hostNetwork': value must be false",
-		"dnsConfig: {options: [{name: ndots, value: '1'}]}":                                   "at '/dnsConfig': maxProperties: got 1, want 0",
-		"schedulerName: my-scheduler":                                                         "at '/schedulerName': value must be one of '', 'default-scheduler'",
-		"initContainers: [{name: wait, image: busybox}]":                                      "at '/initContainers': maxItems: got 1, want 0",
-		"additionalClusterRoleRules: [{apiGroups: [''], resources: [secrets], verbs: [get]}]": "at '/additionalClusterRoleRules': maxItems: got 1, want 0",
-		"logOutputPaths: [stdout, /var/log/karpenter.log]":                                    "at '/logOutputPaths'",
-		"logErrorOutputPaths: [stdout]":                                                       "at '/logErrorOutputPaths'",
-		"webhook: {enabled: true}":                                                            "at '/webhook/enabled': value must be false",
-		"webhook: {port: 8443}":                                                               "at '/webhook': missing property 'enabled'",
-		"controller: {containerName: karpenter}":                                              "at '/controller/containerName': value must be 'controller'",
-		"controller: {sidecarContainer: [{name: proxy, image: envoy}]}":                       "at '/controller/sidecarContainer': maxItems: got 1, want 0",
-		"controller: {sidecarVolumeMounts: [{name: x, mountPath: /x}]}":                       "at '/controller/sidecarVolumeMounts': maxItems: got 1, want 0",
-		"settings: {isolatedVPC: true}":                                                       "at '/settings/isolatedVPC': value must be false",
-		"settings: {eksControlPlane: true}":                                                   "at '/settings/eksControlPlane': value must be false",
-		`settings: {reservedENIs: "1"}`:                                                       "at '/settings/reservedENIs'",
-		"settings: {reservedENIs: 2}":                                                         "at '/settings/reservedENIs'",
-		"settings: {ignoreDRARequests: false}":                                                "at '/settings/ignoreDRARequests': value must be true",
-		"settings: {disableClusterStateObservability: true}":                                  "at '/settings/disableClusterStateObservability': value must be false",
-		"settings: {disableDryRun: yes please}":                                               "at '/settings/disableDryRun': got string, want boolean",
-		"controller: {image: {tag: 1.0}}":                                                     "at '/controller/image/tag': got number, want string",
-		"serviceMonitor: {metricRelabelings: []}":                                             "at '/serviceMonitor': additional properties 'metricRelabelings' not allowed",
-		"logLevel: warn":                                                                      "at '/logLevel'",
-		`replicas: "2"`:                                                                       "at '/replicas': got string, want integer",
+		"logOutputPaths: [stdout, /var/log/karpenter.log]":   "at '/logOutputPaths'",
+		"logErrorOutputPaths: [stdout]":                      "at '/logErrorOutputPaths'",
+		"settings: {isolatedVPC: true}":                      "at '/settings/isolatedVPC': value must be false",
+		"settings: {eksControlPlane: true}":                  "at '/settings/eksControlPlane': value must be false",
+		`settings: {reservedENIs: "1"}`:                      "at '/settings/reservedENIs'",
+		"settings: {reservedENIs: 2}":                        "at '/settings/reservedENIs'",
+		"settings: {ignoreDRARequests: false}":               "at '/settings/ignoreDRARequests': value must be true",
+		"settings: {disableClusterStateObservability: true}": "at '/settings/disableClusterStateObservability': value must be false",
+		"settings: {disableDryRun: yes please}":              "at '/settings/disableDryRun': got string, want boolean",
+		"controller: {image: {tag: 1.0}}":                    "at '/controller/image/tag': got number, want string",
+		"settings: {enableZonalShift: true}":                 "at '/settings/enableZonalShift': value must be false",
+		"settings: {amiRefreshInterval: 5m}":                 "at '/settings/amiRefreshInterval': value must be one of '', '1m'",
+		"settings: {subnetRefreshInterval: 10m}":             "at '/settings/subnetRefreshInterval': value must be one of '', '1m'",
+		"settings: {awsFeatureGates: {nodeClassCEL: true}}":  "at '/settings/awsFeatureGates/nodeClassCEL': value must be false",
+		"settings: {awsFeatureGates: {nodeClassCel: false}}": "at '/settings/awsFeatureGates': additional properties 'nodeClassCel' not allowed",
+		"settings: {featureGates: {StaticCapacity: true}}":   "at '/settings/featureGates/StaticCapacity': value must be false",
+		"webhook: {enabled: yes please}":                     "at '/webhook/enabled': got string, want boolean",
+		"webhook: {certificate: x}":                          "at '/webhook': additional properties 'certificate' not allowed",
+		"postInstallHook: {command: [kubectl]}":              "at '/postInstallHook': additional properties 'command' not allowed",
+		// Karpenter's keys the chart honours are checked for their kind.
+		"initContainers: {wait: {image: busybox}}":      "at '/initContainers'",
+		"controller: {containerName: Controller_1}":     "at '/controller/containerName'",
+		"hostNetwork: yes please":                       "at '/hostNetwork': got string, want boolean",
+		"serviceMonitor: {sampleLimit: -1}":             "at '/serviceMonitor/sampleLimit'",
+		"serviceMonitor: {sampleLimit: lots}":           "at '/serviceMonitor/sampleLimit'",
+		"serviceMonitor: {relabelings: {action: drop}}": "at '/serviceMonitor/relabelings'",
+		"serviceMonitor: {enabled: true, relabelings: [{action: drop}], endpointConfig: {relabelings: []}}": "serviceMonitor.relabelings and serviceMonitor.endpointConfig.relabelings are both set",
+		"serviceMonitor: {enabled: true, endpointConfig: {port: metrics}}":                                  "serviceMonitor.endpointConfig.port: the chart sets the endpoint's port itself",
+		// Karpenter's image, which a Karpenter values file brings along, would run
+		// Tailor's arguments (TestKarpenterImageRefused).
+		"controller: {image: {repository: public.ecr.aws/karpenter/controller}}": `controller.image.repository "public.ecr.aws/karpenter/controller" is Karpenter's controller image`,
+		"logLevel: warn": "at '/logLevel'",
+		`replicas: "2"`:  "at '/replicas': got string, want integer",
 	} {
 		values, err := Values(doc)
 		if err != nil {

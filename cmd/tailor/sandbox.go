@@ -16,14 +16,15 @@ import (
 
 // sandboxFlags are the flags every `tailor sandbox` command takes.
 type sandboxFlags struct {
-	dir   string
-	cloud string
+	dir        string
+	cloud      string
+	systemNode bool
 }
 
 func newSandboxCommand(s streams) *cobra.Command {
 	f := &sandboxFlags{}
 	cmd := &cobra.Command{
-		Use:   "sandbox up|down|status|demo [--dir DIR] [--cloud sim|aws]",
+		Use:   "sandbox up|down|status|demo [--dir DIR] [--cloud sim|aws] [--system-node]",
 		Short: "a local control plane with kwok and Tailor: up, down, status, demo",
 		Long: `Runs a local control plane (etcd, kube-apiserver, kube-scheduler,
 kube-controller-manager), kwok for nodes, and the Tailor controller on this machine.`,
@@ -51,8 +52,10 @@ kube-controller-manager), kwok for nodes, and the Tailor controller on this mach
 		}
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		return sandbox.Up(ctx, sandbox.Options{Dir: f.dir, Tailor: self, Cloud: f.cloud}, s.out)
+		return sandbox.Up(ctx, sandbox.Options{Dir: f.dir, Tailor: self, Cloud: f.cloud, SystemNode: f.systemNode}, s.out)
 	})
+	up.Flags().BoolVar(&f.systemNode, "system-node", false,
+		"add a small untainted node Tailor does not manage (named "+sandbox.SystemNode+", labelled "+sandbox.SystemNodeRole+"), for system workloads such as the tailor chart's controller")
 	down := sub("down", "stop every process the sandbox started and remove its directory", func(context.Context) error {
 		return sandbox.Down(f.dir, s.out)
 	})

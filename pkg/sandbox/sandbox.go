@@ -49,6 +49,8 @@ type Options struct {
 	Tailor string
 	// Cloud is CloudSim (the default) or CloudAWS.
 	Cloud string
+	// SystemNode adds the system node (see SystemNode).
+	SystemNode bool
 }
 
 // Up brings the sandbox up and prints how to reach it.
@@ -75,6 +77,12 @@ func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
 	}()
 	if err := startKwokResync(opts); err != nil {
 		return err
+	}
+	if opts.SystemNode {
+		fmt.Fprintf(out, "sandbox: adding the node %s (1 cpu, 2Gi, untainted, labelled %s), which Tailor does not manage\n", SystemNode, SystemNodeRole)
+		if err := addSystemNode(ctx, cluster.Config, opts.Dir); err != nil {
+			return err
+		}
 	}
 	var manifests [][]byte
 	var controllerArgs, controllerEnv []string

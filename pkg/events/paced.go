@@ -1,5 +1,6 @@
 // Package events paces the Kubernetes Events a controller records about many
-// objects at once.
+// objects at once (Paced), and thins out those it would record about one object
+// again and again while a state lasts (Throttled).
 //
 // client-go's broadcaster holds at most 1,000 events on their way to the API
 // server and drops the rest, with an error line each. A batch of a thousand
@@ -42,20 +43,22 @@ func NewPaced(inner record.EventRecorder, perSecond float64, burst, backlog int)
 		wake: make(chan struct{}, 1)}
 }
 
-// Event records an event.
+// Event records an event. The object is copied as it is now: the caller may go on
+// changing it (a NodeClaim's status) before the event goes out.
 func (p *Paced) Event(obj runtime.Object, eventtype, reason, message string) {
+	obj = obj.DeepCopyObject()
 	p.add(func() { p.inner.Event(obj, eventtype, reason, message) })
 }
 
 // Eventf records an event with a formatted message.
 func (p *Paced) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	message := fmt.Sprintf(messageFmt, args...)
-	p.add(func() { p.inner.Event(obj, eventtype, reason, message) })
+	p.Event(obj, eventtype, reason, fmt.Sprintf(messageFmt, args...))
 }
 
 // AnnotatedEventf records an event with annotations and a formatted message.
 func (p *Paced) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
 	message := fmt.Sprintf(messageFmt, args...)
+	obj = obj.DeepCopyObject()
 	p.add(func() { p.inner.AnnotatedEventf(obj, annotations, eventtype, reason, "%s", message) })
 }
 

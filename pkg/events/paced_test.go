@@ -1,11 +1,13 @@
 package events
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/nodetailor/tailor/internal/testobj"
@@ -59,4 +61,41 @@ func TestPacedHoldsEventsBeyondTheRate(t *testing.T) {
 	if got := p.pending(); got < 2 {
 		t.Errorf("%d events wait beyond the burst, want at least 2 (one a second)", got)
 	}
+}
+
+// An event carries the object as it was when recorded, though the caller changes it
+// before the event goes out.
+func TestPacedKeepsTheObjectAsRecorded(t *testing.T) {
+	var got []string
+	inner := recorderFunc(func(obj runtime.Object, reason string) {
+		got = append(got, reason+" "+obj.(*corev1.Pod).Spec.NodeName)
+	})
+	p := NewPaced(inner, 1000, 10, 10)
+	pd := pod(0)
+	pd.Spec.NodeName = "before"
+	p.Event(pd, corev1.EventTypeNormal, "Bound", "x")
+	pd.Spec.NodeName = "after"
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for p.pending() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond)
+		cancel()
+	}()
+	_ = p.Run(ctx)
+	if len(got) != 1 || got[0] != "Bound before" {
+		t.Errorf("events %q, want the pod as it was: Bound before", got)
+	}
+}
+
+// recorderFunc hands each event's object and reason to a function.
+type recorderFunc func(obj runtime.Object, reason string)
+
+func (f recorderFunc) Event(obj runtime.Object, _, reason, _ string) { f(obj, reason) }
+func (f recorderFunc) Eventf(obj runtime.Object, _, reason, _ string, _ ...any) {
+	f(obj, reason)
+}
+func (f recorderFunc) AnnotatedEventf(obj runtime.Object, _ map[string]string, _, reason, _ string, _ ...any) {
+	f(obj, reason)
 }

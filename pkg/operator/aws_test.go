@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -54,6 +55,22 @@ func TestAWSProviderLaunchesAndTerminates(t *testing.T) {
 			return true, ""
 		}
 		return false, "no launched NodeClaim of the NodePool; NodeClass " + nodeClassReady(t, nc.Name)
+	})
+	// The launch is an Event on the claim in the API server, as `kubectl describe
+	// nodeclaim` shows it.
+	eventually(t, awsWait, func() (bool, string) {
+		events := &corev1.EventList{}
+		if err := kube.List(t.Context(), events, client.MatchingFields{"involvedObject.name": claim.Name}); err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "NodeClaim" && e.Reason == "Launched" && strings.Contains(e.Message, claim.Status.ProviderID) {
+				return true, ""
+			}
+			seen = append(seen, e.Reason+": "+e.Message)
+		}
+		return false, fmt.Sprintf("no Launched event for NodeClaim %s among %q", claim.Name, seen)
 	})
 	inst, ok := fake.Instance(instanceID)
 	if !ok {

@@ -132,8 +132,9 @@ func (c controllerFunc) Register(ctx context.Context, mgr manager.Manager) error
 	return c.register(ctx, mgr)
 }
 
-// PodEventsPerSecond paces the provisioner's pod events: half the event client's
-// request budget, so other components' events still get through.
+// PodEventsPerSecond paces the provisioner's pod events and the lifecycle's claim
+// events: half the event client's request budget, so other components' events
+// still get through.
 const PodEventsPerSecond = 100
 
 // Run starts the controller and blocks until ctx ends.
@@ -224,11 +225,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	// The provisioner records an event per pod it plans for, a thousand at once in a
-	// large batch: they go out at a steady pace (see package events).
-	podEvents := events.NewPaced(recorder, PodEventsPerSecond, 2*PodEventsPerSecond, 50_000)
+	// large batch, and the lifecycle two per claim (Launched, Registered), hundreds
+	// at once after one: they go out at a steady pace (see package events).
+	pacedEvents := events.NewPaced(recorder, PodEventsPerSecond, 2*PodEventsPerSecond, 50_000)
 	// A batch's nodes register smallest first (see nodeclaim.ReleaseOrder).
 	release := nodeclaim.NewReleaseOrder(clk)
-	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, podEvents, clk,
+	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, pacedEvents, clk,
 		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling}).OrderReleases(release)
 
 	opts.Disruption.SpotToSpotConsolidation = opts.FeatureGates.SpotToSpotConsolidation
@@ -238,11 +240,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// registers the provider ID indexes that the later ones list by.
 	controllers := []controller{
 		controllerFunc{"events.pods", func(_ context.Context, mgr manager.Manager) error {
-			return mgr.Add(manager.RunnableFunc(podEvents.Run))
+			return mgr.Add(manager.RunnableFunc(pacedEvents.Run))
 		}},
 		provisioner,
 		provisioning.NewPodTrigger(kube, provisioner),
-		lifecycle.NewController(kube, cloud, unavailable, recorder, clk).OrderReleases(release),
+		lifecycle.NewController(kube, cloud, unavailable, pacedEvents, clk).OrderReleases(release),
 		termination.NewController(kube, mgr.GetAPIReader(), cloud, recorder, clk),
 		garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval),
 		nodepool.NewController(kube, opts.FeatureGates.StaticCapacity, prov.nodeClass),

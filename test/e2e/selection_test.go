@@ -89,10 +89,10 @@ func TestInsufficientCapacityFallsBack(t *testing.T) {
 	}
 	failed := false
 	for _, e := range events.Items {
-		failed = failed || (e.InvolvedObject.Kind == "NodeClaim" && e.Reason == "InsufficientCapacity")
+		failed = failed || (e.InvolvedObject.Kind == "NodeClaim" && e.Reason == "InsufficientCapacityError")
 	}
 	if !failed {
-		t.Error("no InsufficientCapacity event: the spot launch was never attempted")
+		t.Error("no InsufficientCapacityError event: the spot launch was never attempted")
 	}
 }
 

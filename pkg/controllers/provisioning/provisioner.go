@@ -4,6 +4,7 @@
 package provisioning
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+	"github.com/nodetailor/tailor/pkg/events"
 	"github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
@@ -55,9 +57,12 @@ type Provisioner struct {
 	cluster  *state.Cluster
 	types    nodeclaim.InstanceTypes
 	recorder record.EventRecorder
-	clock    clock.Clock
-	opts     Options
-	trigger  chan struct{}
+	// poolEvents tell a NodePool why it launches nothing, once per
+	// PoolEventInterval while that lasts.
+	poolEvents record.EventRecorder
+	clock      clock.Clock
+	opts       Options
+	trigger    chan struct{}
 	// wake opens a batch without holding it open (see TriggerFor).
 	wake chan struct{}
 	// batched holds the pods that triggered the open batch; waiting, the pods the
@@ -100,9 +105,11 @@ func (p *Provisioner) OrderReleases(o *nodeclaim.ReleaseOrder) *Provisioner {
 
 // NewProvisioner returns a provisioner; Start runs it.
 func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes nodeclaim.InstanceTypes, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
-	return &Provisioner{kube: kube, cluster: cluster, types: instanceTypes, recorder: recorder, clock: clk, opts: opts,
+	p := &Provisioner{kube: kube, cluster: cluster, types: instanceTypes, recorder: recorder, clock: clk, opts: opts,
 		trigger: make(chan struct{}, 1), wake: make(chan struct{}, 1), batched: map[types.UID]bool{}, waiting: map[types.UID]bool{},
 		nominated: nominations{}, planned: map[types.UID]bool{}, warned: map[string]bool{}}
+	p.poolEvents = events.NewThrottled(recorder, clk, PoolEventInterval)
+	return p
 }
 
 // Name is the controller's name.
@@ -323,6 +330,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		batch.NominatePods()
 	}
 	created, refused, err := p.create(ctx, pools, types, newLimitBudget(pools, used), plan.NewNodes, batch)
+	refusedPools := map[string]refusal{}
 	for i, why := range refused {
 		if why == "" {
 			continue
@@ -333,6 +341,8 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		for _, pod := range plan.NewNodes[i].Pods {
 			p.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "NodePool %s: %s; no NodeClaim created for this pod", pool, why)
 		}
+		r := refusedPools[pool]
+		refusedPools[pool] = refusal{why: cmp.Or(r.why, why), pods: r.pods + len(plan.NewNodes[i].Pods)}
 	}
 	for i, nc := range created {
 		if nc == nil {
@@ -347,6 +357,9 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	p.planReleases()
 	for _, f := range plan.Unschedulable {
 		p.recorder.Eventf(f.Pod, corev1.EventTypeWarning, "FailedScheduling", "No NodePool can provision a node for this pod: %s", f.Reason)
+	}
+	for _, b := range blockedPools(snap.Input.NodePools, snap.TypesFailed, plan.Unschedulable, refusedPools) {
+		p.poolEvents.Event(b.pool, corev1.EventTypeWarning, b.reason, b.message)
 	}
 	for _, w := range plan.Warnings {
 		if !p.warned[w] {

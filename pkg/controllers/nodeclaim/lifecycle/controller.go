@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,15 @@ import (
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
+)
+
+// Event reasons on NodeClaims: Karpenter's where Karpenter has the event
+// (InsufficientCapacityError, NodeClassNotReady), the condition's name otherwise.
+const (
+	ReasonLaunched             = "Launched"
+	ReasonRegistered           = "Registered"
+	ReasonInsufficientCapacity = "InsufficientCapacityError"
+	ReasonNodeClassNotReady    = "NodeClassNotReady"
 )
 
 // Liveness timeouts, as Karpenter's.
@@ -254,13 +264,17 @@ func (c *Controller) launchFailed(ctx context.Context, nc *v1.NodeClaim, err err
 		if errors.As(err, &ice) {
 			c.unavailable.Mark(ice.Offerings...)
 		}
-		c.recorder.Eventf(nc, corev1.EventTypeWarning, "InsufficientCapacity", "No capacity for any allowed offering; deleting the NodeClaim so the pods are planned again: %v", err)
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInsufficientCapacity, "No capacity for any allowed offering; deleting the NodeClaim so the pods are planned again: %v", err)
 		return reconcile.Result{}, client.IgnoreNotFound(c.kube.Delete(ctx, nc))
 	case cloudprovider.IsNodeClassNotReady(err):
 		status := client.MergeFrom(nc.DeepCopy())
-		c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionFalse, "NodeClassNotReady", err.Error())
+		news := c.setCondition(nc, v1.ConditionTypeLaunched, metav1.ConditionFalse, ReasonNodeClassNotReady, err.Error())
 		if uerr := c.patchStatus(ctx, nc, status); uerr != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(uerr)
+		}
+		// Asked again every 10 seconds: said once, and again only when it changes.
+		if news {
+			c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonNodeClassNotReady, "Cannot launch: %v", err)
 		}
 		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
 	}
@@ -307,9 +321,11 @@ func (c *Controller) recordLaunch(ctx context.Context, nc *v1.NodeClaim, launche
 	c.launches.recorded(nc.UID)
 	log.FromContext(ctx).Info("launched", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID,
 		"instanceType", nc.Labels[v1.LabelInstanceType], "zone", nc.Labels[v1.LabelZone], "capacityType", nc.Labels[v1.CapacityTypeLabelKey])
+	c.recorder.Event(nc, corev1.EventTypeNormal, ReasonLaunched, launchedMessage(nc))
 	if registered {
 		c.launches.forget(nc.Status.ProviderID)
 		log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonRegistered, "Registered Node %s", node.Name)
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: time.Second}, nil
@@ -361,7 +377,23 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, node *corev
 	}
 	NodesCreated.WithLabelValues(nc.Labels[v1.NodePoolLabelKey], nc.Labels[corev1.LabelTopologyZone]).Inc()
 	log.FromContext(ctx).Info("registered", "nodeclaim", nc.Name, "node", node.Name)
+	c.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonRegistered, "Registered Node %s", node.Name)
 	return nil
+}
+
+// launchedMessage says what was launched for the claim: "Launched
+// aws:///us-east-1a/i-0abc: m5.large, spot, us-east-1a".
+func launchedMessage(nc *v1.NodeClaim) string {
+	var what []string
+	for _, key := range []string{v1.LabelInstanceType, v1.CapacityTypeLabelKey, v1.LabelZone} {
+		if v := nc.Labels[key]; v != "" {
+			what = append(what, v)
+		}
+	}
+	if len(what) == 0 {
+		return "Launched " + nc.Status.ProviderID
+	}
+	return "Launched " + nc.Status.ProviderID + ": " + strings.Join(what, ", ")
 }
 
 // recordRegistration sets the claim's Registered condition and node name, and

@@ -556,6 +556,67 @@ func event(recorder *record.FakeRecorder, reason string) bool {
 	}
 }
 
+// A claim's launch and registration are Events on it, once each, as `kubectl
+// describe nodeclaim` shows them; a NodeClass not ready is one too, once while it
+// lasts, though the claim is looked at again every 10 seconds.
+func TestLaunchAndRegistrationEvents(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	c, kube, cloud, recorder := launchTest(t, clk, pendingClaim("a", clk.Now()))
+	cloud.NextErrors["Create"] = []error{
+		&cloudprovider.NodeClassNotReadyError{Kind: "SimNodeClass", Name: "default", Reason: "not found"},
+		&cloudprovider.NodeClassNotReadyError{Kind: "SimNodeClass", Name: "default", Reason: "not found"},
+	}
+	for range 2 {
+		if _, err := reconcileClaim(t, c, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := reconcileClaim(t, c, "a"); err != nil {
+		t.Fatal(err)
+	}
+	nc := &v1.NodeClaim{}
+	if err := kube.Get(t.Context(), client.ObjectKey{Name: "a"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"},
+		Spec:   corev1.NodeSpec{ProviderID: nc.Status.ProviderID, Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	if err := kube.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a node heartbeat reconciles the claim again
+		if _, err := reconcileClaim(t, c, "a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		`Warning NodeClassNotReady Cannot launch: `,
+		"Normal Launched Launched " + nc.Status.ProviderID + ": fake-it-0, spot, zone-a",
+		"Normal Registered Registered Node node-a",
+	}
+	got := drainEvents(recorder)
+	if len(got) != len(want) {
+		t.Fatalf("events %q, want %d: %q", got, len(want), want)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("event %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func drainEvents(recorder *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
 // Insufficient capacity for every allowed offering deletes the claim, so its pods
 // are planned again, and marks the offerings unavailable so that plan avoids them.
 func TestInsufficientCapacityDeletesTheClaim(t *testing.T) {
@@ -566,8 +627,8 @@ func TestInsufficientCapacityDeletesTheClaim(t *testing.T) {
 	if _, err := reconcileClaim(t, c, "scarce"); err != nil {
 		t.Fatal(err)
 	}
-	if !deleting(t, kube, "scarce") || !event(recorder, "InsufficientCapacity") {
-		t.Error("the claim was not deleted with an InsufficientCapacity event")
+	if !deleting(t, kube, "scarce") || !event(recorder, "Warning InsufficientCapacityError ") {
+		t.Error("the claim was not deleted with an InsufficientCapacityError event (Karpenter's reason)")
 	}
 	for _, it := range c.unavailable.Apply(schedtest.SyntheticTypes(2)) {
 		for _, o := range it.Offerings {

@@ -374,6 +374,8 @@ func TestErrors(t *testing.T) {
 			"NodePool x: the karpenter.sh/v1 NodePool it becomes is not valid: spec.weight: Invalid value: 101"},
 		{"v1 passed through", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: []}}, weight: 0}\n",
 			"NodePool x: not valid karpenter.sh/v1: spec.weight: Invalid value: 0"},
+		{"v1 passed through with a misspelt field", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: [], terminationGracePeirod: 1h}}}\n",
+			`NodePool x: unknown field "spec.template.spec.terminationGracePeirod"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := convert.Convert([]convert.Input{{Name: "in.yaml", Data: []byte(tc.input)}}, role)

@@ -86,6 +86,19 @@ func validate(ctx context.Context, s *source, doc []byte) error {
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		name, _ = md["name"].(string)
 	}
+	// Fields the CRD does not declare: kubectl apply's strict validation refuses
+	// them, where the API server alone would drop them without a word.
+	if unknown := v.UnknownFields(obj); len(unknown) > 0 {
+		where := s.what
+		if where != kind+" "+name {
+			where += ": becomes " + kind + " " + name
+		}
+		var errs []error
+		for _, f := range unknown {
+			errs = append(errs, fmt.Errorf("%s: unknown field %q (%s %s has no such field)", where, f, apiVersion, kind))
+		}
+		return errors.Join(errs...)
+	}
 	// Admit prunes and defaults in place: the decoded copy, not the output.
 	err = v.Admit(ctx, obj)
 	if err == nil {

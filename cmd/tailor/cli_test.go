@@ -161,6 +161,8 @@ func TestFlagValueCompletion(t *testing.T) {
 		{[]string{"simulate", "--min-values-policy", ""}, []string{"Strict", "BestEffort"}, ":4"},
 		{[]string{"simulate", "--node-overhead", ""}, []string{"eks", "kwok"}, ":4"},
 		{[]string{"controller", "--feature-gates", "NodeRepair=true,Sta"}, []string{"NodeRepair=true,StaticCapacity=true", "NodeRepair=true,StaticCapacity=false"}, ":6"},
+		// A gate Tailor does not implement is offered only off, as it only accepts that.
+		{[]string{"controller", "--feature-gates", "NodeO"}, []string{"NodeOverlay=false"}, ":6"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, stdout, _ := runIn(t, "", append([]string{"__complete"}, tc.args...)...)

@@ -70,7 +70,8 @@ func completeFlagValues(root *cobra.Command) {
 }
 
 // completeFeatureGates completes the last item of a comma-separated
-// --feature-gates value: a gate not named yet, =true or =false.
+// --feature-gates value: a gate not named yet, =true or =false (only =false for a
+// gate Tailor does not implement, which it refuses to turn on).
 func completeFeatureGates(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	done, last := "", toComplete
 	if i := strings.LastIndex(toComplete, ","); i >= 0 {
@@ -87,7 +88,7 @@ func completeFeatureGates(_ *cobra.Command, _ []string, toComplete string) ([]st
 		if slices.Contains(named, name) {
 			continue
 		}
-		for _, v := range []string{"true", "false"} {
+		for _, v := range operator.FeatureGateValues(name) {
 			if item := name + "=" + v; strings.HasPrefix(item, last) {
 				out = append(out, done+item)
 			}

@@ -64,6 +64,19 @@ func FeatureGateNames() []string {
 	return names
 }
 
+// FeatureGateValues are the values --feature-gates accepts for a gate: true and
+// false, or only false for a gate Tailor does not implement.
+func FeatureGateValues(name string) []string {
+	i := featureGateIndex(name)
+	switch {
+	case i < 0:
+		return nil
+	case !featureGates[i].implemented:
+		return []string{"false"}
+	}
+	return []string{"true", "false"}
+}
+
 // String is the gates in the --feature-gates syntax.
 func (g FeatureGates) String() string {
 	parts := make([]string, len(featureGates))

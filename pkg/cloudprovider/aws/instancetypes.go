@@ -204,10 +204,29 @@ func shapeOf(info *ec2types.InstanceTypeInfo, arch string, rootVolume resource.Q
 		RootVolume: rootVolume,
 		Arch:       arch,
 	}
-	if n := info.NetworkInfo; n != nil && n.MaximumNetworkInterfaces != nil && n.Ipv4AddressesPerInterface != nil {
-		s.Pods = int64(*n.MaximumNetworkInterfaces)*int64(*n.Ipv4AddressesPerInterface-1) + 2
+	if n := info.NetworkInfo; n != nil && n.Ipv4AddressesPerInterface != nil {
+		if enis := podENIs(n); enis > 0 {
+			s.Pods = int64(enis)*int64(*n.Ipv4AddressesPerInterface-1) + 2
+		}
 	}
 	return s
+}
+
+// podENIs is how many ENIs the VPC CNI gives pods addresses from: those of the
+// default network card. A type with several cards (p5.48xlarge: 32 cards of 2
+// ENIs, 64 in all) lists every card's ENIs in MaximumNetworkInterfaces, but the
+// CNI uses only the default card's, and EKS's max pods (eni-max-pods.txt:
+// p5.48xlarge 100, not 3,138) follow it.
+func podENIs(n *ec2types.NetworkInfo) int32 {
+	if len(n.NetworkCards) > 1 {
+		def := deref(n.DefaultNetworkCardIndex)
+		for _, c := range n.NetworkCards {
+			if deref(c.NetworkCardIndex) == def && c.MaximumNetworkInterfaces != nil {
+				return *c.MaximumNetworkInterfaces
+			}
+		}
+	}
+	return deref(n.MaximumNetworkInterfaces)
 }
 
 const mebi = 1 << 20

@@ -231,3 +231,38 @@ func TestEBSVolumeLimits(t *testing.T) {
 		t.Errorf("BuildInstanceTypes: %v, %v; want m5.large limited to 26 EBS volumes", types, err)
 	}
 }
+
+// Max pods follow the ENIs of the default network card, as EKS's published max
+// pods (amazon-eks-ami's eni-max-pods.txt) do: the VPC CNI takes pod addresses
+// from that card only. The facts are EC2's DescribeInstanceTypes answers.
+func TestMaxPodsFromTheDefaultNetworkCard(t *testing.T) {
+	cards := func(n, enisEach int32) []ec2types.NetworkCardInfo {
+		var out []ec2types.NetworkCardInfo
+		for i := range n {
+			out = append(out, ec2types.NetworkCardInfo{NetworkCardIndex: aws.Int32(i), MaximumNetworkInterfaces: aws.Int32(enisEach)})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name          string
+		enis, perENI  int32
+		cards         []ec2types.NetworkCardInfo
+		wantPublished int64
+	}{
+		{"m5.large", 3, 10, cards(1, 3), 29},
+		{"p5.48xlarge", 64, 50, cards(32, 2), 100},
+		{"p4d.24xlarge", 60, 50, cards(4, 15), 737},
+		{"trn1.32xlarge", 40, 50, cards(8, 5), 247},
+		{"c6in.32xlarge", 16, 50, cards(2, 8), 394},
+		// No card list (an older answer): all the type's ENIs.
+		{"m5.xlarge", 4, 15, nil, 58},
+	} {
+		info := typeInfo(tc.name, 4, 8192, func(i *ec2types.InstanceTypeInfo) {
+			i.NetworkInfo = &ec2types.NetworkInfo{MaximumNetworkInterfaces: aws.Int32(tc.enis), Ipv4AddressesPerInterface: aws.Int32(tc.perENI),
+				MaximumNetworkCards: aws.Int32(int32(max(len(tc.cards), 1))), DefaultNetworkCardIndex: aws.Int32(0), NetworkCards: tc.cards}
+		})
+		if got := shapeOf(&info, "amd64", resource.Quantity{}).Pods; got != tc.wantPublished {
+			t.Errorf("%s: max pods %d, EKS publishes %d", tc.name, got, tc.wantPublished)
+		}
+	}
+}

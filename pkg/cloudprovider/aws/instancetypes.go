@@ -48,6 +48,11 @@ const (
 	ResourceNVIDIAGPU corev1.ResourceName = "nvidia.com/gpu"
 	ResourceAMDGPU    corev1.ResourceName = "amd.com/gpu"
 	ResourceNeuron    corev1.ResourceName = "aws.amazon.com/neuron"
+	// ResourceNeuronCore is the Neuron device plugin's per-core resource.
+	ResourceNeuronCore corev1.ResourceName = "aws.amazon.com/neuroncore"
+	ResourceGaudi      corev1.ResourceName = "habana.ai/gaudi"
+	// ResourceEFA is the EFA device plugin's resource: the EFA interfaces a node may have.
+	ResourceEFA corev1.ResourceName = "vpc.amazonaws.com/efa"
 )
 
 // Capacity types, as the karpenter.sh/capacity-type label has them.
@@ -231,8 +236,8 @@ func podENIs(n *ec2types.NetworkInfo) int32 {
 
 const mebi = 1 << 20
 
-// acceleratorResources are the extended resources a type's GPUs and Neuron devices
-// give a node.
+// acceleratorResources are the extended resources a type's GPUs, Gaudi and Neuron
+// devices and EFA interfaces give a node, as their device plugins advertise them.
 func acceleratorResources(info *ec2types.InstanceTypeInfo) map[corev1.ResourceName]int64 {
 	out := map[corev1.ResourceName]int64{}
 	if g := info.GpuInfo; g != nil {
@@ -242,12 +247,22 @@ func acceleratorResources(info *ec2types.InstanceTypeInfo) map[corev1.ResourceNa
 				out[ResourceNVIDIAGPU] += int64(deref(d.Count))
 			case "amd":
 				out[ResourceAMDGPU] += int64(deref(d.Count))
+			case "habana":
+				out[ResourceGaudi] += int64(deref(d.Count))
 			}
+		}
+	}
+	if n := info.NetworkInfo; n != nil && deref(n.EfaSupported) && n.EfaInfo != nil {
+		if efa := int64(deref(n.EfaInfo.MaximumEfaInterfaces)); efa > 0 {
+			out[ResourceEFA] = efa
 		}
 	}
 	if n := info.NeuronInfo; n != nil {
 		for _, d := range n.NeuronDevices {
 			out[ResourceNeuron] += int64(deref(d.Count))
+			if c := d.CoreInfo; c != nil {
+				out[ResourceNeuronCore] += int64(deref(d.Count)) * int64(deref(c.Count))
+			}
 		}
 	} else if a := info.InferenceAcceleratorInfo; a != nil {
 		for _, d := range a.Accelerators {

@@ -266,3 +266,43 @@ func TestMaxPodsFromTheDefaultNetworkCard(t *testing.T) {
 		}
 	}
 }
+
+// The extended resources of EC2's accelerated types, from their
+// DescribeInstanceTypes facts, as the device plugins advertise them.
+func TestAcceleratorResources(t *testing.T) {
+	efa := func(n int32) func(*ec2types.InstanceTypeInfo) {
+		return func(i *ec2types.InstanceTypeInfo) {
+			i.NetworkInfo = &ec2types.NetworkInfo{EfaSupported: aws.Bool(true), EfaInfo: &ec2types.EfaInfo{MaximumEfaInterfaces: aws.Int32(n)}}
+		}
+	}
+	gpus := func(maker string, n int32) func(*ec2types.InstanceTypeInfo) {
+		return func(i *ec2types.InstanceTypeInfo) {
+			i.GpuInfo = &ec2types.GpuInfo{Gpus: []ec2types.GpuDeviceInfo{{Manufacturer: aws.String(maker), Count: aws.Int32(n)}}}
+		}
+	}
+	neuron := func(devices, cores int32) func(*ec2types.InstanceTypeInfo) {
+		return func(i *ec2types.InstanceTypeInfo) {
+			i.NeuronInfo = &ec2types.NeuronInfo{NeuronDevices: []ec2types.NeuronDeviceInfo{
+				{Count: aws.Int32(devices), CoreInfo: &ec2types.NeuronDeviceCoreInfo{Count: aws.Int32(cores)}}}}
+		}
+	}
+	for _, tc := range []struct {
+		info ec2types.InstanceTypeInfo
+		want map[corev1.ResourceName]int64
+	}{
+		{typeInfo("trn1.32xlarge", 128, 524288, neuron(16, 2), efa(8)),
+			map[corev1.ResourceName]int64{ResourceNeuron: 16, ResourceNeuronCore: 32, ResourceEFA: 8}},
+		{typeInfo("inf2.48xlarge", 192, 786432, neuron(12, 2)),
+			map[corev1.ResourceName]int64{ResourceNeuron: 12, ResourceNeuronCore: 24}},
+		{typeInfo("dl1.24xlarge", 96, 786432, gpus("Habana", 8), efa(4)),
+			map[corev1.ResourceName]int64{ResourceGaudi: 8, ResourceEFA: 4}},
+		{typeInfo("p5.48xlarge", 192, 2097152, gpus("NVIDIA", 8), efa(32)),
+			map[corev1.ResourceName]int64{ResourceNVIDIAGPU: 8, ResourceEFA: 32}},
+		{typeInfo("g4ad.xlarge", 4, 16384, gpus("AMD", 1)), map[corev1.ResourceName]int64{ResourceAMDGPU: 1}},
+		{typeInfo("m5.large", 2, 8192), map[corev1.ResourceName]int64{}},
+	} {
+		if diff := cmp.Diff(tc.want, acceleratorResources(&tc.info)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.info.InstanceType, diff)
+		}
+	}
+}

@@ -317,8 +317,11 @@ func userParts(s, defaultType string) ([]mimePart, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	if strings.HasPrefix(s, "MIME-Version:") || strings.HasPrefix(s, "Content-Type: multipart") {
-		msg, err := mail.ReadMessage(bufio.NewReader(strings.NewReader(s)))
+	// A YAML block scalar or a template easily leaves blank lines or spaces before
+	// the headers, and header names are case-insensitive: such a document is still
+	// MIME, not a shell script or NodeConfig to wrap whole.
+	if doc := strings.TrimLeft(s, " \t\r\n"); isMIME(doc) {
+		msg, err := mail.ReadMessage(bufio.NewReader(strings.NewReader(doc)))
 		if err != nil {
 			return nil, fmt.Errorf("reading the MIME document: %w", err)
 		}
@@ -348,6 +351,12 @@ func userParts(s, defaultType string) ([]mimePart, error) {
 		contentType = shellScript
 	}
 	return []mimePart{{contentType: contentType, body: []byte(s)}}, nil
+}
+
+// isMIME reports whether user data starts with a MIME document's headers.
+func isMIME(s string) bool {
+	head := strings.ToLower(s[:min(len(s), 64)])
+	return strings.HasPrefix(head, "mime-version:") || strings.HasPrefix(head, "content-type: multipart")
 }
 
 func renderMIME(parts []mimePart) (string, error) {

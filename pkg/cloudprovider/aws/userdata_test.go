@@ -68,6 +68,8 @@ func TestAL2023UserData(t *testing.T) {
 		{name: "ours alone", wantTypes: []string{"application/node.eks.aws"}},
 		{name: "a user script goes first", userData: &script, wantTypes: []string{`text/x-shellscript; charset="us-ascii"`, "application/node.eks.aws"}},
 		{name: "a user MIME document's parts go first", userData: &userMIME, wantTypes: []string{"text/x-shellscript", "application/node.eks.aws"}},
+		{name: "a MIME document after blank lines and spaces, headers in any case", userData: aws.String("\n  \n" + strings.Replace(userMIME, "MIME-Version", "mime-version", 1)),
+			wantTypes: []string{"text/x-shellscript", "application/node.eks.aws"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -415,22 +415,34 @@ func (c *CloudProvider) clusterInfo(ctx context.Context) (Cluster, error) {
 	c.mu.Unlock()
 	info := Cluster{Name: c.opts.ClusterName, Endpoint: c.opts.ClusterEndpoint, CABundle: c.opts.ClusterCABundle, DNS: c.opts.ClusterDNS}
 	version := c.opts.KubernetesVersion
+	// The service CIDR is looked up even when the endpoint and CA are given:
+	// nodeadm needs it in every AL2023 NodeConfig, as Karpenter's does.
+	out, err := c.aws.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(c.opts.ClusterName)})
+	switch {
+	case err != nil && (info.Endpoint == "" || info.CABundle == ""):
+		return Cluster{}, fmt.Errorf("describing EKS cluster %s for its endpoint and CA (or set --cluster-endpoint and --cluster-ca-bundle): %w", c.opts.ClusterName, err)
+	case err != nil:
+		// Not kept: the next launch asks again, and AL2023 user data refuses to
+		// render without the service CIDR meanwhile (UserData says why).
+		info.ServiceCIDRError = fmt.Errorf("describing EKS cluster %s for its service CIDR: %w", c.opts.ClusterName, err)
+		return info, nil
+	}
+	cl := out.Cluster
 	if info.Endpoint == "" || info.CABundle == "" {
-		out, err := c.aws.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(c.opts.ClusterName)})
-		if err != nil {
-			return Cluster{}, fmt.Errorf("describing EKS cluster %s for its endpoint and CA (or set --cluster-endpoint and --cluster-ca-bundle): %w", c.opts.ClusterName, err)
-		}
-		cl := out.Cluster
 		info.Endpoint = deref(cl.Endpoint)
 		if cl.CertificateAuthority != nil {
 			info.CABundle = deref(cl.CertificateAuthority.Data)
 		}
-		if cl.KubernetesNetworkConfig != nil {
-			info.ServiceCIDR = deref(cl.KubernetesNetworkConfig.ServiceIpv4Cidr)
+	}
+	if n := cl.KubernetesNetworkConfig; n != nil {
+		// IPv4, else IPv6: an IPv6 cluster's services have IPv6 addresses.
+		info.ServiceCIDR = deref(n.ServiceIpv4Cidr)
+		if info.ServiceCIDR == "" {
+			info.ServiceCIDR = deref(n.ServiceIpv6Cidr)
 		}
-		if version == "" {
-			version = deref(cl.Version)
-		}
+	}
+	if version == "" {
+		version = deref(cl.Version)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

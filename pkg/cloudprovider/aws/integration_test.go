@@ -791,3 +791,20 @@ func TestCatalogReadOutlivesItsCallers(t *testing.T) {
 		t.Errorf("a cached catalog was read again: %d pages, then %d", pages, again)
 	}
 }
+
+// Given the endpoint and CA, the provider still asks EKS for the service CIDR,
+// which every AL2023 NodeConfig needs (nodeadm refuses one without it).
+func TestClusterServiceCIDRWithEndpointGiven(t *testing.T) {
+	e := newTestEnv(t, fakeaws.Options{})
+	e.opts.ClusterEndpoint, e.opts.ClusterCABundle = "https://given.example", "Q0E="
+	info, err := e.restart().clusterInfo(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Endpoint != "https://given.example" || info.CABundle != "Q0E=" {
+		t.Errorf("endpoint %q, CA %q: want the given ones", info.Endpoint, info.CABundle)
+	}
+	if info.ServiceCIDR == "" || info.ServiceCIDRError != nil {
+		t.Errorf("service CIDR %q (%v), want EKS's", info.ServiceCIDR, info.ServiceCIDRError)
+	}
+}

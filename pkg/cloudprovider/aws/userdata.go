@@ -9,6 +9,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"net/netip"
 	"net/textproto"
 	"slices"
 	"strings"
@@ -27,7 +28,9 @@ type Cluster struct {
 	Endpoint string
 	// CABundle is the cluster CA, base64-encoded PEM, as EKS returns it.
 	CABundle string
-	// ServiceCIDR is the cluster's service IPv4 range; the DNS service is its
+	// ServiceCIDRError says why ServiceCIDR is unknown, when the lookup failed.
+	ServiceCIDRError error
+	// ServiceCIDR is the cluster's service range, IPv4 or else IPv6; the DNS service is its
 	// tenth address, as on EKS.
 	ServiceCIDR string
 	// DNS overrides the cluster DNS addresses derived from ServiceCIDR.
@@ -93,16 +96,17 @@ func (b Bootstrap) clusterDNS() []string {
 	case len(b.Cluster.DNS) > 0:
 		return b.Cluster.DNS
 	}
-	prefix, _, ok := strings.Cut(b.Cluster.ServiceCIDR, "/")
-	if !ok {
+	// EKS's DNS service is the tenth address of the range, IPv4 or IPv6 alike
+	// (10.100.0.10; fd00:ab::a).
+	prefix, err := netip.ParsePrefix(b.Cluster.ServiceCIDR)
+	if err != nil {
 		return nil
 	}
-	octets := strings.Split(prefix, ".")
-	if len(octets) != 4 {
-		return nil
+	addr := prefix.Masked().Addr()
+	for range 10 {
+		addr = addr.Next()
 	}
-	octets[3] = "10"
-	return []string{strings.Join(octets, ".")}
+	return []string{addr.String()}
 }
 
 // UserData renders the user data of the bootstrap's AMI family.
@@ -149,6 +153,15 @@ func al2023UserData(b Bootstrap) (string, error) {
 	var doc nodeConfig
 	doc.APIVersion, doc.Kind = "node.eks.aws/v1alpha1", "NodeConfig"
 	c := &doc.Spec.Cluster
+	if b.Cluster.ServiceCIDR == "" {
+		// nodeadm refuses a NodeConfig without spec.cluster.cidr: the node would
+		// never join.
+		why := "EKS did not report it"
+		if b.Cluster.ServiceCIDRError != nil {
+			why = b.Cluster.ServiceCIDRError.Error()
+		}
+		return "", fmt.Errorf("AL2023 user data needs cluster %s's service CIDR for nodeadm's spec.cluster.cidr, and it is unknown (%s); allow eks:DescribeCluster to the controller", b.Cluster.Name, why)
+	}
 	c.Name, c.APIServerEndpoint, c.CertificateAuthority, c.CIDR = b.Cluster.Name, b.Cluster.Endpoint, b.Cluster.CABundle, b.Cluster.ServiceCIDR
 	config := map[string]any{}
 	if b.MaxPods > 0 {

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -232,5 +233,39 @@ func TestWindowsUserData(t *testing.T) {
 	doc, _ := UserData(testBootstrap(awsv1.AMIFamilyWindows2022, &tagged))
 	if strings.Count(doc, "<powershell>") != 1 || !strings.HasPrefix(doc, "<powershell>\nWrite-Host hi\n[string]") {
 		t.Errorf("user tags:\n%s", doc)
+	}
+}
+
+// nodeadm refuses a NodeConfig without spec.cluster.cidr, so AL2023 user data is
+// never rendered without the service CIDR; an IPv6 cluster's range and DNS
+// address are IPv6.
+func TestAL2023ServiceCIDR(t *testing.T) {
+	b := testBootstrap(awsv1.AMIFamilyAL2023, nil)
+	b.Cluster.ServiceCIDR, b.Cluster.ServiceCIDRError = "", errors.New("AccessDenied: eks:DescribeCluster")
+	if _, err := UserData(b); err == nil || !strings.Contains(err.Error(), "service CIDR") || !strings.Contains(err.Error(), "AccessDenied") {
+		t.Errorf("without the service CIDR: %v, want an error naming it and why", err)
+	}
+
+	b = testBootstrap(awsv1.AMIFamilyAL2023, nil)
+	b.Cluster.ServiceCIDR = "fd00:10:96::/108"
+	doc, err := UserData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bodies := mimeParts(t, doc)
+	var cfg struct {
+		Spec struct {
+			Cluster struct{ CIDR string }
+			Kubelet struct{ Config map[string]any }
+		}
+	}
+	if err := yaml.Unmarshal([]byte(bodies[len(bodies)-1]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Spec.Cluster.CIDR != "fd00:10:96::/108" {
+		t.Errorf("cidr %q", cfg.Spec.Cluster.CIDR)
+	}
+	if diff := cmp.Diff([]any{"fd00:10:96::a"}, cfg.Spec.Kubelet.Config["clusterDNS"]); diff != "" {
+		t.Errorf("clusterDNS (-want +got):\n%s", diff)
 	}
 }

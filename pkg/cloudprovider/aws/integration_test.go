@@ -808,3 +808,36 @@ func TestClusterServiceCIDRWithEndpointGiven(t *testing.T) {
 		t.Errorf("service CIDR %q (%v), want EKS's", info.ServiceCIDR, info.ServiceCIDRError)
 	}
 }
+
+// An amiSelectorTerms ssmParameter selects the one image the parameter names. A
+// public image newer than it is in the account (what an unfiltered
+// DescribeImages would pick), and a missing parameter leaves the NodeClass not
+// Ready rather than picking anything.
+func TestAMIFromSSMParameter(t *testing.T) {
+	t.Parallel()
+	var chosen string
+	e := newTestEnv(t, fakeaws.Options{Inventory: func(inv *fakeaws.Inventory) {
+		chosen = inv.Images[0].ID
+		newest := inv.Images[0]
+		newest.ID, newest.Name, newest.OwnerID, newest.OwnerAlias = "ami-0aaaabbbbccccdddd", "someone-elses-image", "999999999999", ""
+		newest.CreationDate = time.Now()
+		inv.Images = append(inv.Images, newest)
+		inv.SSMParameters["/platform/node-image"] = chosen
+	}})
+	nc := e.nodeClass(t, func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.AMIFamily, nc.Spec.AMISelectorTerms = aws.String(awsv1.AMIFamilyAL2023), []awsv1.AMISelectorTerm{{SSMParameter: "/platform/node-image"}}
+	})
+	if !nc.IsReady() {
+		t.Fatalf("not Ready: %+v", nc.Status.Conditions)
+	}
+	if len(nc.Status.AMIs) != 1 || nc.Status.AMIs[0].ID != chosen {
+		t.Errorf("AMIs %+v, want only %s, the parameter's", nc.Status.AMIs, chosen)
+	}
+
+	missing := e.nodeClass(t, func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.AMIFamily, nc.Spec.AMISelectorTerms = aws.String(awsv1.AMIFamilyAL2023), []awsv1.AMISelectorTerm{{SSMParameter: "/platform/no-such-parameter"}}
+	})
+	if missing.IsReady() || len(missing.Status.AMIs) != 0 {
+		t.Errorf("a missing parameter: Ready %v, AMIs %+v", missing.IsReady(), missing.Status.AMIs)
+	}
+}

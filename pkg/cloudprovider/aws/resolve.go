@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -106,6 +107,14 @@ func (c *CloudProvider) resolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass)
 			candidates = append(candidates, found...)
 			continue
 		}
+		if t.SSMParameter != "" {
+			found, err := c.parameterImages(ctx, t.SSMParameter)
+			if err != nil {
+				return nil, err
+			}
+			candidates = append(candidates, found...)
+			continue
+		}
 		q := ImageQueryOf(t)
 		images, err := c.describeImages(ctx, &ec2.DescribeImagesInput{ImageIds: q.ImageIDs, Owners: q.Owners, Filters: q.Filters})
 		if err != nil {
@@ -116,6 +125,43 @@ func (c *CloudProvider) resolveAMIs(ctx context.Context, nc *awsv1.EC2NodeClass)
 		}
 	}
 	return SelectAMIs(candidates, c.clock.Now()), nil
+}
+
+// parameterImages reads an SSM parameter holding an image id and describes that
+// image. Only that image: an unfiltered DescribeImages would have the newest
+// public image in the region win.
+func (c *CloudProvider) parameterImages(ctx context.Context, name string) ([]CandidateImage, error) {
+	out, err := c.aws.SSM.GetParameters(ctx, &ssm.GetParametersInput{Names: []string{name}})
+	if err != nil {
+		return nil, fmt.Errorf("reading SSM parameter %s of amiSelectorTerms: %w", name, err)
+	}
+	id := ""
+	for _, p := range out.Parameters {
+		id = deref(p.Value)
+	}
+	if !strings.HasPrefix(id, "ami-") {
+		return nil, fmt.Errorf("SSM parameter %s of amiSelectorTerms: %s", name, parameterProblem(id, out.InvalidParameters))
+	}
+	images, err := c.describeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{id}})
+	if err != nil {
+		return nil, err
+	}
+	found := make([]CandidateImage, 0, len(images))
+	for _, im := range images {
+		found = append(found, CandidateImage{Image: im})
+	}
+	return found, nil
+}
+
+// parameterProblem says why a parameter gave no image id.
+func parameterProblem(value string, invalid []string) string {
+	switch {
+	case len(invalid) > 0:
+		return "no such parameter"
+	case value == "":
+		return "it is empty"
+	}
+	return fmt.Sprintf("its value %q is not an image id (ami-…)", value)
 }
 
 // aliasImages reads the SSM parameters of an alias and describes their images.

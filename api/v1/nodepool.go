@@ -7,11 +7,13 @@ import (
 
 // NodePool is an operator's description of the nodes Tailor may launch: what they look
 // like (template), how many resources they may add up to (limits), which pool is tried
-// first (weight) and when they may be taken away (disruption).
+// first (weight) and when they may be taken away (disruption). Its scale subresource
+// (spec.replicas, status.nodes) lets `kubectl scale nodepool` size a static pool.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name"
 // +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"

@@ -538,3 +538,46 @@ func TestSimNodeClass(t *testing.T) {
 	assertRejected(t, err, "spec.catalog", `Unsupported value: "gcp-moon-1"`)
 	assertRejected(t, err, "spec.registrationDelay", "should match")
 }
+
+// The scale subresource (spec.replicas, status.nodes) is what `kubectl scale
+// nodepool NAME --replicas=N` writes: a static pool takes it; a dynamic pool
+// stays dynamic (the same rule refuses it).
+func TestScaleSubresource(t *testing.T) {
+	static, err := create(t, nodePool("", "\n  replicas: 3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := func(name string, replicas int64) error {
+		s := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "autoscaling/v1", "kind": "Scale",
+			"metadata": map[string]any{"name": name},
+			"spec":     map[string]any{"replicas": replicas},
+		}}
+		_, err := dyn.Resource(nodePools).Update(t.Context(), s, metav1.UpdateOptions{}, "scale")
+		return err
+	}
+	if err := scale(static.GetName(), 5); err != nil {
+		t.Fatalf("scaling a static NodePool to 5: %v", err)
+	}
+	got, err := dyn.Resource(nodePools).Get(t.Context(), static.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); r != 5 {
+		t.Errorf("spec.replicas %d after scaling to 5", r)
+	}
+	s, err := dyn.Resource(nodePools).Get(t.Context(), static.GetName(), metav1.GetOptions{}, "scale")
+	if err != nil || s.GetKind() != "Scale" {
+		t.Fatalf("reading the scale subresource: %v (%s)", err, s.GetKind())
+	}
+
+	dynamicPool := object(t, nodePool("", ""))
+	dynamicPool.SetName(dynamicPool.GetName() + "-dynamic")
+	if _, err := dyn.Resource(nodePools).Create(t.Context(), dynamicPool, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dyn.Resource(nodePools).Delete(context.Background(), dynamicPool.GetName(), metav1.DeleteOptions{}) })
+	if err := scale(dynamicPool.GetName(), 2); err == nil || !strings.Contains(err.Error(), "spec.replicas cannot be added or removed") {
+		t.Errorf("scaling a dynamic NodePool: %v, want it refused", err)
+	}
+}

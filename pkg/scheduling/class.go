@@ -463,13 +463,42 @@ func (s *solver) volumeAlternatives(pod *corev1.Pod, vol *corev1.Volume) ([]Requ
 	}
 	var alts []Requirements
 	for i := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
-		t, err := FromNodeSelectorTerm(&pv.Spec.NodeAffinity.Required.NodeSelectorTerms[i])
+		term := volumeTerm(&pv.Spec.NodeAffinity.Required.NodeSelectorTerms[i])
+		t, err := FromNodeSelectorTerm(term)
 		if err != nil {
 			return nil, fmt.Errorf("persistentvolume %q node affinity: %v", pv.Name, err)
 		}
 		alts = append(alts, t)
 	}
 	return alts, nil
+}
+
+// LabelEBSCSIZone is the zone label the EBS CSI driver's node plugin puts on a node
+// and its volumes' topology names: on EC2 it is the node's zone.
+const LabelEBSCSIZone = "topology.ebs.csi.aws.com/zone"
+
+// volumeTopologyKey reads a volume's topology key as a node's label. A NodePool's
+// nodes cannot be known to get the EBS CSI driver's zone label before its node
+// plugin runs, but their zone is that label's value, so a volume in an EBS zone
+// asks for a node in that zone (as Karpenter reads it).
+func volumeTopologyKey(key string) string {
+	if key == LabelEBSCSIZone {
+		return v1.LabelZone
+	}
+	return key
+}
+
+// volumeTerm is a volume's node-affinity term with its keys read as volumeTopologyKey
+// does; the term itself is left as it is.
+func volumeTerm(t *corev1.NodeSelectorTerm) *corev1.NodeSelectorTerm {
+	if !slices.ContainsFunc(t.MatchExpressions, func(r corev1.NodeSelectorRequirement) bool { return r.Key == LabelEBSCSIZone }) {
+		return t
+	}
+	out := t.DeepCopy()
+	for i := range out.MatchExpressions {
+		out.MatchExpressions[i].Key = volumeTopologyKey(out.MatchExpressions[i].Key)
+	}
+	return out
 }
 
 // claimBound says the PV controller has finished binding the claim to the volume
@@ -495,7 +524,7 @@ func (s *solver) storageClassAlternatives(claimName string, className *string) (
 	for _, topo := range sc.AllowedTopologies {
 		var t Requirements
 		for _, e := range topo.MatchLabelExpressions {
-			r, err := NewRequirement(e.Key, v1.NodeSelectorOpIn, e.Values...)
+			r, err := NewRequirement(volumeTopologyKey(e.Key), v1.NodeSelectorOpIn, e.Values...)
 			if err != nil {
 				return nil, fmt.Errorf("storage class %q allowed topologies: %v", sc.Name, err)
 			}

@@ -898,3 +898,43 @@ func TestFewerNodesNeverCostMore(t *testing.T) {
 		t.Errorf("plan costs $%.4f/hour on %d nodes; want $1.22", c, len(plan.NewNodes))
 	}
 }
+
+// The EBS CSI driver names its volumes' zone topology.ebs.csi.aws.com/zone, a label
+// its node plugin adds to nodes once they run: a new node's zone is that label's
+// value, so the volume's zone places the pod (as Karpenter reads it).
+func TestEBSCSIZoneVolume(t *testing.T) {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-ebs"}, Spec: corev1.PersistentVolumeSpec{
+		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: LabelEBSCSIZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b"}}}}}}}}}
+	wait := storagev1.VolumeBindingWaitForFirstConsumer
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "ebs"}, VolumeBindingMode: &wait,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: LabelEBSCSIZone, Values: []string{"zone-c"}}}}}}
+	scName := "ebs"
+	claims := []*corev1.PersistentVolumeClaim{
+		{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-ebs"},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "waiting", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &scName}},
+	}
+	withClaim := func(name string) podOption {
+		return func(p *corev1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
+		}
+	}
+	in := &Input{
+		Pods:                   []*corev1.Pod{makePod("a", "1", "1Gi", withClaim("bound")), makePod("b", "1", "1Gi", withClaim("waiting"))},
+		PersistentVolumes:      []*corev1.PersistentVolume{pv},
+		PersistentVolumeClaims: claims, StorageClasses: []*storagev1.StorageClass{sc},
+		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))},
+	}
+	plan := solve(t, in)
+	zoneOf := map[string]string{}
+	for _, n := range plan.NewNodes {
+		for _, p := range n.Pods {
+			zoneOf[p.Name] = n.Offering.Zone
+		}
+	}
+	if len(plan.Unschedulable) != 0 || zoneOf["a"] != "zone-b" || zoneOf["b"] != "zone-c" {
+		t.Errorf("zones %v, unschedulable %v: want a in zone-b (its EBS volume) and b in zone-c (its storage class)", zoneOf, plan.Unschedulable)
+	}
+}

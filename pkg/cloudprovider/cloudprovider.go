@@ -141,11 +141,15 @@ type Interruption struct {
 	ProviderID string
 	// At is when the instance goes.
 	At   time.Time
-	Kind string // "SpotInterruption", "ScheduledMaintenance", …
+	Kind string // KindSpotInterruption, "ScheduledMaintenance", …
 	// RecordOnly notices (a spot rebalance recommendation) are recorded on the
 	// NodeClaim; the instance is not going away.
 	RecordOnly bool
 }
+
+// KindSpotInterruption is the Kind of a spot interruption warning: the spot market
+// takes the instance back, so its offering is short of capacity for a while.
+const KindSpotInterruption = "SpotInterruption"
 
 // InterruptionSource is implemented by providers that announce interruptions.
 type InterruptionSource interface {

@@ -24,7 +24,7 @@ import (
 // Interruption kinds, as the interruption controller names its events and counts
 // karpenter_interruption_received_messages_total.
 const (
-	KindSpotInterruption        = "SpotInterruption"
+	KindSpotInterruption        = cloudprovider.KindSpotInterruption
 	KindRebalanceRecommendation = "RebalanceRecommendation"
 	KindScheduledChange         = "ScheduledChange"
 	KindInstanceStopped         = "InstanceStopped"

@@ -40,7 +40,7 @@ func (c *CloudProvider) Interruptions(ctx context.Context) ([]cloudprovider.Inte
 	for i := range list.Items {
 		inst := &list.Items[i]
 		if inst.Spec.InterruptAt != nil && inst.DeletionTimestamp == nil {
-			out = append(out, cloudprovider.Interruption{ProviderID: ProviderID(inst), At: inst.Spec.InterruptAt.Time, Kind: "SpotInterruption"})
+			out = append(out, cloudprovider.Interruption{ProviderID: ProviderID(inst), At: inst.Spec.InterruptAt.Time, Kind: cloudprovider.KindSpotInterruption})
 		}
 	}
 	return out, nil

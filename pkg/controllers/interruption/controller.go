@@ -93,9 +93,7 @@ func (c *Controller) Poll(ctx context.Context) error {
 				c.recorder.Eventf(nc, corev1.EventTypeNormal, n.Kind, "The provider notes a risk of interruption; the instance is not taken away")
 				continue
 			}
-			if nc.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot {
-				// The spot market is short of this offering; maintenance says nothing
-				// about capacity.
+			if shortOfCapacity(n, nc) {
 				c.unavailable.Mark(cloudprovider.UnavailableOffering{InstanceType: nc.Labels[v1.LabelInstanceType],
 					Zone: nc.Labels[v1.LabelZone], CapacityType: nc.Labels[v1.CapacityTypeLabelKey]})
 			}
@@ -112,4 +110,11 @@ func (c *Controller) Poll(ctx context.Context) error {
 		c.wake()
 	}
 	return nil
+}
+
+// shortOfCapacity says whether a notice shows the claim's offering short of
+// capacity: only a spot interruption warning does, as in Karpenter. Maintenance,
+// a stop or a termination of a spot instance says nothing of the spot market.
+func shortOfCapacity(n cloudprovider.Interruption, nc *v1.NodeClaim) bool {
+	return n.Kind == cloudprovider.KindSpotInterruption && nc.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot
 }

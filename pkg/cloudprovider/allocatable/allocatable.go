@@ -108,8 +108,8 @@ var DefaultRootVolume = resource.MustParse("20Gi")
 //     ephemeral-storage 1Gi;
 //   - system-reserved: none;
 //   - eviction: memory.available 100Mi, nodefs.available 10% (of capacity); each
-//     signal given in evictionHard or evictionSoft replaces its default, the larger
-//     of the two when both give it;
+//     signal given in evictionHard replaces its default (evictionSoft takes no
+//     room: the kubelet subtracts only the hard thresholds);
 //   - ephemeral-storage capacity is the root volume.
 //
 // The kubelet block overrides each of these as an EC2NodeClass's kubelet does.
@@ -244,8 +244,10 @@ func override(list corev1.ResourceList, setting map[string]string, field string)
 	return nil
 }
 
-// eviction is the room the hard and soft eviction thresholds keep free, from the
-// node's memory and root volume capacity.
+// eviction is the room the hard eviction thresholds keep free, from the node's
+// memory and root volume capacity. Soft thresholds are checked but take nothing:
+// the kubelet subtracts only evictionHard from allocatable (Karpenter subtracts
+// the larger of the two, planning less room than the node has).
 func (m EKS) eviction(memory, storage resource.Quantity) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{
 		corev1.ResourceMemory:           resource.MustParse("100Mi"),
@@ -269,9 +271,10 @@ func (m EKS) eviction(memory, storage resource.Quantity) (corev1.ResourceList, e
 			if err != nil {
 				return nil, fmt.Errorf("%s.%s: %w", s.field, r.signal, err)
 			}
-			if have, ok := given[r.name]; !ok || q.Cmp(have) > 0 {
-				given[r.name] = q
+			if s.field != "kubelet.evictionHard" {
+				continue
 			}
+			given[r.name] = q
 		}
 	}
 	for name, q := range given {

@@ -106,12 +106,13 @@ func TestEKSKubelet(t *testing.T) {
 		// 5% of the 7577Mi capacity (397253018 bytes, rounded up); 15% of 20Gi.
 		"evictionHard percentages": {EKS{VMMemoryOverheadPercent: 0.075, Kubelet: Kubelet{EvictionHard: map[string]string{"memory.available": "5%", "nodefs.available": "15%"}}}, m5,
 			alloc("1930m", "6945924710", "16Gi", "29")},
-		"evictionSoft above evictionHard": {EKS{VMMemoryOverheadPercent: 0.075, Kubelet: Kubelet{EvictionHard: map[string]string{"memory.available": "200Mi"}, EvictionSoft: map[string]string{"memory.available": "500Mi"}}}, m5,
-			alloc("1930m", "6503Mi", "17Gi", "29")},
+		// The kubelet subtracts only the hard thresholds from allocatable.
+		"evictionSoft above evictionHard takes nothing": {EKS{VMMemoryOverheadPercent: 0.075, Kubelet: Kubelet{EvictionHard: map[string]string{"memory.available": "200Mi"}, EvictionSoft: map[string]string{"memory.available": "500Mi"}}}, m5,
+			alloc("1930m", "6803Mi", "17Gi", "29")},
 		"evictionHard above evictionSoft": {EKS{VMMemoryOverheadPercent: 0.075, Kubelet: Kubelet{EvictionHard: map[string]string{"memory.available": "500Mi"}, EvictionSoft: map[string]string{"memory.available": "200Mi"}}}, m5,
 			alloc("1930m", "6503Mi", "17Gi", "29")},
-		"evictionSoft alone replaces the default": {EKS{VMMemoryOverheadPercent: 0.075, Kubelet: Kubelet{EvictionSoft: map[string]string{"memory.available": "50Mi"}}}, m5,
-			alloc("1930m", "6953Mi", "17Gi", "29")},
+		"evictionSoft alone leaves the hard default": {EKS{VMMemoryOverheadPercent: 0.075, Kubelet: Kubelet{EvictionSoft: map[string]string{"memory.available": "500Mi"}}}, m5,
+			alloc("1930m", "6903Mi", "17Gi", "29")},
 		"100% disables a signal": {EKS{VMMemoryOverheadPercent: 0.075, Kubelet: Kubelet{EvictionHard: map[string]string{"nodefs.available": "100%"}}}, m5,
 			alloc("1930m", "6903Mi", "19Gi", "29")},
 		"other signals take no room": {EKS{VMMemoryOverheadPercent: 0.075, Kubelet: Kubelet{EvictionHard: map[string]string{"pid.available": "10%", "imagefs.available": "15%"}}}, m5,

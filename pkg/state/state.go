@@ -554,12 +554,14 @@ func withoutStartupTaints(n *corev1.Node, nc *v1.NodeClaim) *corev1.Node {
 // withoutStaleReadinessTaints drops the not-ready and unreachable taints of a node
 // whose Ready condition is True: the node lifecycle controller takes them off
 // within its monitor period (5s by default), and the kube-scheduler binds to the
-// node once it has. Counting a node that is up as closed meanwhile would plan a
+// node once it has. The cloud provider's uninitialized taint goes the same way
+// (the cloud controller manager removes it once it has labelled the node), so a
+// Ready node that still has it is in flight, not closed. Counting a node that is up as closed meanwhile would plan a
 // new node for pods it has room for (seen at scale: a pod displaced to a node
 // coming up, replanned while its planned node was in that window).
 func withoutStaleReadinessTaints(n *corev1.Node) *corev1.Node {
 	stale := func(t corev1.Taint) bool {
-		return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+		return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable || t.Key == cloudUninitializedTaint
 	}
 	if !slices.ContainsFunc(n.Spec.Taints, stale) || !nodeReady(n) {
 		return n

@@ -39,10 +39,12 @@ func TestNodeComingUpIsSeenAsItWillBe(t *testing.T) {
 }
 
 // A Ready node keeps the not-ready taint until the node lifecycle controller's next
-// pass: it is open to pods as planned. A node that is not Ready stays closed.
+// pass, and the cloud provider's uninitialized taint until the cloud controller
+// manager's: it is open to pods as planned. A node that is not Ready stays closed.
 func TestReadyNodesStaleReadinessTaints(t *testing.T) {
 	taints := []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
 		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+		{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule},
 		{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
 	node := func(ready corev1.ConditionStatus) *corev1.Node {
 		return &corev1.Node{Spec: corev1.NodeSpec{ProviderID: "sim:///a/i-1", Taints: slices.Clone(taints)},
@@ -53,13 +55,13 @@ func TestReadyNodesStaleReadinessTaints(t *testing.T) {
 	for _, tt := range []struct {
 		ready corev1.ConditionStatus
 		want  int
-	}{{corev1.ConditionTrue, 1}, {corev1.ConditionFalse, 3}, {corev1.ConditionUnknown, 3}} {
+	}{{corev1.ConditionTrue, 1}, {corev1.ConditionFalse, 4}, {corev1.ConditionUnknown, 4}} {
 		n := node(tt.ready)
 		s := sortNodes([]*corev1.Node{n}, []*v1.NodeClaim{initialized}, nil)
 		if len(s.up) != 1 || len(s.up[0].Spec.Taints) != tt.want {
 			t.Errorf("Ready=%s: taints %v, want %d", tt.ready, s.up, tt.want)
 		}
-		if len(n.Spec.Taints) != 3 {
+		if len(n.Spec.Taints) != 4 {
 			t.Error("the cached node was modified")
 		}
 	}

@@ -45,7 +45,12 @@ type Input struct {
 	// place, so that several commands can be in flight at once without two of
 	// them counting on the same room.
 	InFlight map[string]bool
-	Options  Options
+	// Replacements names the replacement claims of commands in flight. The first
+	// replacement of a multi-node command stands idle while the others come up:
+	// it is not a candidate (empty, it would be deleted under the command), but it
+	// is a destination, and it is not leaving.
+	Replacements map[string]bool
+	Options      Options
 }
 
 // Options tune the decisions.
@@ -293,6 +298,8 @@ func newDecider(in *Input) *decider {
 		case !up:
 			// Coming up, or stuck: the lifecycle's initialization timeout removes it.
 			// It holds nothing back meanwhile.
+			continue
+		case in.Replacements[nc.Name]:
 			continue
 		case notReady(node.Node):
 			// As Karpenter counts them: a NotReady node is capacity already lost, and

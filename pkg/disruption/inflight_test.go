@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +82,31 @@ func TestValidateSeesOtherCommands(t *testing.T) {
 	c.in.InFlight = map[string]bool{other.Name: true}
 	if _, err := Validate(c.in, cmd); err == nil {
 		t.Errorf("%s in flight takes the room %s counted on; the command must not hold", other.Name, cmd)
+	}
+}
+
+// The first replacement of a multi-node command stands idle while the others come
+// up: named in Replacements, it is neither deleted as empty nor a candidate, but it
+// still takes pods (it is not leaving).
+func TestReplacementsOfACommandInFlightAreNotCandidates(t *testing.T) {
+	c := newCluster(t)
+	idle := c.node(3, v1.CapacityTypeOnDemand)
+	if cmd := Decide(c.in).Command; cmd == nil || cmd.Reason != v1.DisruptionReasonEmpty {
+		t.Fatalf("an idle node alone: want it deleted as empty, got %v", cmd)
+	}
+	c.in.Replacements = map[string]bool{c.claim(idle).Name: true}
+	dec := Decide(c.in)
+	if dec.Command != nil {
+		t.Fatalf("the idle replacement of a command in flight: want nothing, got %s", dec.Command)
+	}
+	if n := dec.Eligible[v1.DisruptionReasonEmpty]; n != 0 {
+		t.Errorf("%d empty candidates, want 0", n)
+	}
+
+	// A node whose pod fits on the replacement may still move there.
+	c.node(1, v1.CapacityTypeOnDemand, pod("1500m", "1Gi"))
+	cmd := Decide(c.in).Command
+	if cmd == nil || cmd.Decision() != "delete" || slices.Contains(names(cmd.Candidates), idle.Node.Name) {
+		t.Errorf("want the small node deleted onto the replacement, got %v", cmd)
 	}
 }

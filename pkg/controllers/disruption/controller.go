@@ -10,6 +10,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -86,14 +87,17 @@ type Controller struct {
 	// lags the deletions must not take them for candidates again.
 	mu       sync.Mutex
 	inFlight map[string]bool
-	running  sync.WaitGroup
+	// replacing are the replacement claims of commands being carried out: not
+	// candidates while their command runs (see disrupt.Input.Replacements).
+	replacing map[string]bool
+	running   sync.WaitGroup
 }
 
 // NewController returns the controller; Start runs it.
 func NewController(kube client.Client, reader client.Reader, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types nodeclaim.InstanceTypes,
 	recorder record.EventRecorder, clk clock.Clock, opts Options, wake func()) *Controller {
 	return &Controller{kube: kube, reader: reader, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts,
-		wake: wake, blocked: map[string]string{}, inFlight: map[string]bool{}}
+		wake: wake, blocked: map[string]string{}, inFlight: map[string]bool{}, replacing: map[string]bool{}}
 }
 
 // Name is the controller's name.
@@ -232,6 +236,24 @@ func (c *Controller) untrack(cmd *disrupt.Command, deleted bool) {
 	}
 }
 
+// replacing marks (on) or releases a replacement claim of a running command.
+func (c *Controller) setReplacing(claim string, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		c.replacing[claim] = true
+	} else {
+		delete(c.replacing, claim)
+	}
+}
+
+// replacements is a copy of the replacement claims of running commands.
+func (c *Controller) replacements() map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.replacing)
+}
+
 func (c *Controller) isInFlight(claim string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -271,7 +293,7 @@ func (c *Controller) input(ctx context.Context, own *disrupt.Command) (*disrupt.
 		return nil, err
 	}
 	in := &disrupt.Input{Now: c.clock.Now(), Cluster: snap.Input, Claims: snap.Claims, PDBs: snap.PDBs,
-		ProviderDrift: map[string]string{}, Manages: c.manages, InFlight: c.inFlightExcept(snap.Claims, own),
+		ProviderDrift: map[string]string{}, Manages: c.manages, InFlight: c.inFlightExcept(snap.Claims, own), Replacements: c.replacements(),
 		Options: disrupt.Options{MinSavings: c.opts.MinSavings, SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation,
 			Scheduling: c.opts.Scheduling}}
 	for _, nc := range snap.Claims {
@@ -345,6 +367,13 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		logger.V(1).Info("tainted a candidate", "node", cand.Node.Node.Name, "taint", v1.DisruptedNoScheduleTaint.Key)
 	}
 	var replacements []*v1.NodeClaim
+	// Until the command ends, its replacements are not candidates: the first of
+	// several stands idle while the others come up, and would be taken for empty.
+	defer func() {
+		for _, r := range replacements {
+			c.setReplacing(r.Name, false)
+		}
+	}()
 	for _, r := range cmd.Replacements {
 		// The replacement may come from another NodePool than the node it replaces.
 		pool := &v1.NodePool{}
@@ -356,6 +385,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 			return rollback(replacements, fmt.Errorf("creating a replacement: %w", err))
 		}
 		replacements = append(replacements, nc)
+		c.setReplacing(nc.Name, true)
 		metrics.NodeClaimsCreated.WithLabelValues(metricReason(cmd.Reason), r.NodePool, "false").Inc()
 		logger.V(1).Info("created a replacement; waiting for it to initialize", "nodeclaim", nc.Name, "nodepool", r.NodePool,
 			"instanceTypes", len(r.InstanceTypes), "timeout", c.opts.ReplacementTimeout)

@@ -512,7 +512,7 @@ func (d *decider) settle() map[*scheduling.Node]string {
 		for _, p := range n.Pods {
 			if scheduling.Reschedulable(p) {
 				cp := *p
-				cp.Spec.NodeName = ""
+				cp.Spec.NodeName, cp.DeletionTimestamp = "", nil
 				pods = append(pods, &cp)
 			}
 		}

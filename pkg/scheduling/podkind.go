@@ -26,7 +26,20 @@ func IsTerminal(p *corev1.Pod) bool {
 }
 
 // Reschedulable reports a pod on a node that is going away which will need a place
-// elsewhere: not finished, not already terminating, not a DaemonSet's or a mirror pod.
+// elsewhere: not finished, not a DaemonSet's or a mirror pod, and not terminating
+// unless a StatefulSet owns it. A StatefulSet makes a pod's replacement only once
+// the pod is gone, under the same name, so its place is planned while it still
+// terminates (as Karpenter does) rather than after the drain; a ReplicaSet's
+// replacement is pending already.
 func Reschedulable(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && !IsTerminal(p) && !IsDaemonSetPod(p) && !IsMirrorPod(p)
+	return (p.DeletionTimestamp == nil || ownedBy(p, "StatefulSet")) && !IsTerminal(p) && !IsDaemonSetPod(p) && !IsMirrorPod(p)
+}
+
+func ownedBy(p *corev1.Pod, kind string) bool {
+	for _, ref := range p.OwnerReferences {
+		if ref.Kind == kind && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
 }

@@ -113,6 +113,11 @@ func TestBuild(t *testing.T) {
 			Nodes: []*corev1.Node{node("old", "p://old", managed, func(n *corev1.Node) { n.DeletionTimestamp = deleting })}},
 		want: want{pending: []string{"web"}, nodes: map[string]string{}},
 	}, {
+		name: "a StatefulSet's pod terminating on a node being deleted is planned for (its replacement comes only once it is gone); a ReplicaSet's is not (its replacement is pending already)",
+		objs: Objects{Pods: []*corev1.Pod{pod("db-0", "old", owned("StatefulSet"), beingDeleted), pod("web-x", "old", owned("ReplicaSet"), beingDeleted)},
+			Nodes: []*corev1.Node{node("old", "p://old", managed, func(n *corev1.Node) { n.DeletionTimestamp = deleting })}},
+		want: want{pending: []string{"db-0"}, nodes: map[string]string{}},
+	}, {
 		name: "offline too",
 		objs: Objects{Pods: []*corev1.Pod{pod("web", "old")},
 			Nodes: []*corev1.Node{node("old", "", managed, func(n *corev1.Node) { n.DeletionTimestamp = deleting })}},
@@ -139,6 +144,9 @@ func TestBuild(t *testing.T) {
 				pending = append(pending, p.Name)
 				if p.Spec.NodeName != "" {
 					t.Errorf("pending pod %s is bound to %s", p.Name, p.Spec.NodeName)
+				}
+				if p.DeletionTimestamp != nil {
+					t.Errorf("pending pod %s is planned as terminating", p.Name)
 				}
 			}
 			if !slices.Equal(pending, tc.want.pending) {

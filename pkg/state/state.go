@@ -265,7 +265,8 @@ func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.Instan
 		for _, p := range bound[n.Name] {
 			if scheduling.Reschedulable(p) {
 				cp := *p
-				cp.Spec.NodeName = ""
+				// Planned as the pod that will replace it: unbound, not terminating.
+				cp.Spec.NodeName, cp.DeletionTimestamp = "", nil
 				in.Pods = append(in.Pods, &cp)
 			}
 		}

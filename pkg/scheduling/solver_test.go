@@ -388,32 +388,37 @@ func TestRequiredNodeAffinityTermsAreORed(t *testing.T) {
 	}
 }
 
-func TestZonalVolume(t *testing.T) {
+// zonalVolumes are a PV bound to claim "bound" in zone-b and a WaitForFirstConsumer
+// StorageClass of claim "waiting" allowing zone-c, both naming the zone by key;
+// withClaim mounts a claim in a pod.
+func zonalVolumes(key string) (in Input, withClaim func(string) podOption) {
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1"}, Spec: corev1.PersistentVolumeSpec{
 		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b"}}}}}}}}}
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b"}}}}}}}}}
 	wait := storagev1.VolumeBindingWaitForFirstConsumer
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "zonal"}, VolumeBindingMode: &wait,
-		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: v1.LabelZone, Values: []string{"zone-c"}}}}}}
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: key, Values: []string{"zone-c"}}}}}}
 	scName := "zonal"
 	claims := []*corev1.PersistentVolumeClaim{
 		{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-1"},
 			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "waiting", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &scName}},
 	}
-	withClaim := func(name string) podOption {
+	withClaim = func(name string) podOption {
 		return func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
 		}
 	}
-	in := &Input{
-		Pods:                   []*corev1.Pod{makePod("a", "1", "1Gi", withClaim("bound")), makePod("b", "1", "1Gi", withClaim("waiting")), makePod("c", "1", "1Gi", withClaim("missing"))},
-		PersistentVolumes:      []*corev1.PersistentVolume{pv},
-		PersistentVolumeClaims: claims, StorageClasses: []*storagev1.StorageClass{sc},
-		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))},
-	}
-	plan := solve(t, in)
+	return Input{PersistentVolumes: []*corev1.PersistentVolume{pv}, PersistentVolumeClaims: claims,
+		StorageClasses: []*storagev1.StorageClass{sc}}, withClaim
+}
+
+func TestZonalVolume(t *testing.T) {
+	in, withClaim := zonalVolumes(v1.LabelZone)
+	in.Pods = []*corev1.Pod{makePod("a", "1", "1Gi", withClaim("bound")), makePod("b", "1", "1Gi", withClaim("waiting")), makePod("c", "1", "1Gi", withClaim("missing"))}
+	in.NodePools = []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))}
+	plan := solve(t, &in)
 	zoneOf := map[string]string{}
 	for _, n := range plan.NewNodes {
 		for _, p := range n.Pods {
@@ -903,31 +908,10 @@ func TestFewerNodesNeverCostMore(t *testing.T) {
 // its node plugin adds to nodes once they run: a new node's zone is that label's
 // value, so the volume's zone places the pod (as Karpenter reads it).
 func TestEBSCSIZoneVolume(t *testing.T) {
-	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-ebs"}, Spec: corev1.PersistentVolumeSpec{
-		NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: LabelEBSCSIZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-b"}}}}}}}}}
-	wait := storagev1.VolumeBindingWaitForFirstConsumer
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "ebs"}, VolumeBindingMode: &wait,
-		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: LabelEBSCSIZone, Values: []string{"zone-c"}}}}}}
-	scName := "ebs"
-	claims := []*corev1.PersistentVolumeClaim{
-		{ObjectMeta: metav1.ObjectMeta{Name: "bound", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-ebs"},
-			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "waiting", Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &scName}},
-	}
-	withClaim := func(name string) podOption {
-		return func(p *corev1.Pod) {
-			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
-		}
-	}
-	in := &Input{
-		Pods:                   []*corev1.Pod{makePod("a", "1", "1Gi", withClaim("bound")), makePod("b", "1", "1Gi", withClaim("waiting"))},
-		PersistentVolumes:      []*corev1.PersistentVolume{pv},
-		PersistentVolumeClaims: claims, StorageClasses: []*storagev1.StorageClass{sc},
-		NodePools: []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))},
-	}
-	plan := solve(t, in)
+	in, withClaim := zonalVolumes(LabelEBSCSIZone)
+	in.Pods = []*corev1.Pod{makePod("a", "1", "1Gi", withClaim("bound")), makePod("b", "1", "1Gi", withClaim("waiting"))}
+	in.NodePools = []*NodePool{pool(makeNodePool("default"), schedtest.SyntheticTypes(4))}
+	plan := solve(t, &in)
 	zoneOf := map[string]string{}
 	for _, n := range plan.NewNodes {
 		for _, p := range n.Pods {

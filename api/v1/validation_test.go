@@ -576,7 +576,9 @@ func TestScaleSubresource(t *testing.T) {
 	if _, err := dyn.Resource(nodePools).Create(t.Context(), dynamicPool, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = dyn.Resource(nodePools).Delete(context.Background(), dynamicPool.GetName(), metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = dyn.Resource(nodePools).Delete(context.Background(), dynamicPool.GetName(), metav1.DeleteOptions{})
+	})
 	if err := scale(dynamicPool.GetName(), 2); err == nil || !strings.Contains(err.Error(), "spec.replicas cannot be added or removed") {
 		t.Errorf("scaling a dynamic NodePool: %v, want it refused", err)
 	}

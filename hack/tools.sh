@@ -2,8 +2,9 @@
 # Builds the binaries the tests, the sandbox and code generation need into bin/, from
 # the Go module proxy at pinned versions. Nothing else can be fetched (no image pulls,
 # no release downloads), so the control plane is compiled from source: a first run
-# downloads about 155 MB of modules and compiles about 3,000 packages. A binary already
-# built from the same pins is skipped, so a second run costs a second.
+# downloads about 155 MB of modules and compiles about 3,300 packages, some 9 CPU-minutes
+# (about 4.5 minutes on 2 idle cores, two to five times that on a busy machine). A
+# binary already built from the same pins is skipped, so a second run costs a second.
 #
 #   hack/tools.sh [NAME...]
 #
@@ -11,12 +12,16 @@
 # stage configs) or controller-gen; control-plane is the five the sandbox, `make demo`
 # and the end-to-end tests run (all but controller-gen); all (the default) is every one.
 #
-# The control-plane binaries share most of their packages, so the ones missing are built
-# by one `go build`, which compiles each shared package once and keeps both cores busy.
-# Go commands run one at a time: a second one beside it only splits the same two cores.
-# While a build runs, the script says what it builds, how many packages it has
-# compiled and how long that usually takes; on a terminal one line is redrawn in place,
-# otherwise a line is printed every TAILOR_TOOLS_PROGRESS_EVERY seconds (30).
+# The four control-plane binaries share most of their packages (2,442 in all, against
+# 6,216 counted binary by binary); the missing ones are built by one `go build`, which
+# compiles each shared package once. That measured as fast as four go builds one after
+# another over the same build cache (which compile each once too), and it gives one
+# count of packages to report. Go commands run one at a time: a go build already keeps
+# both cores busy, and kwok's build beside it measured no faster (docs/development.md).
+# While a build runs, the script says what it builds, how many of the packages it has
+# to compile it has compiled, how long it has taken and how long that usually takes;
+# on a terminal one line is redrawn in place, otherwise a line is printed every
+# TAILOR_TOOLS_PROGRESS_EVERY seconds (30).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -26,14 +31,15 @@ mkdir -p "$bin"
 KWOK_VERSION=v0.8.0
 CONTROLLER_TOOLS_VERSION=v0.19.0
 
-# How long a build usually takes on 2 otherwise idle cores, for the progress lines'
-# estimate only (see docs/development.md): seconds with an empty Go build cache and the
-# modules already downloaded, the packages that compiles, and the seconds of a build
-# with everything cached (the link alone). A build with some packages cached is
-# estimated by the share it compiles.
-K8S_COLD_SECONDS=420 K8S_PACKAGES=2442 K8S_LINK_SECONDS=40
-KWOK_COLD_SECONDS=100 KWOK_PACKAGES=973 KWOK_LINK_SECONDS=5
-CONTROLLER_GEN_COLD_SECONDS=60 CONTROLLER_GEN_PACKAGES=407 CONTROLLER_GEN_LINK_SECONDS=3
+# How long a build usually takes on 2 cores with nothing else running, for the progress
+# lines' estimate only (measured 2026-11-28, see docs/development.md): seconds to
+# compile PACKAGES packages (an empty Go build cache, the modules already downloaded;
+# kwok's and controller-gen's figures are for what is left after the control plane),
+# and seconds when everything is cached (the link alone). A build with some packages
+# cached is estimated by the share it compiles.
+K8S_COLD_SECONDS=205 K8S_PACKAGES=2442 K8S_LINK_SECONDS=10
+KWOK_COLD_SECONDS=56 KWOK_PACKAGES=719 KWOK_LINK_SECONDS=3
+CONTROLLER_GEN_COLD_SECONDS=23 CONTROLLER_GEN_PACKAGES=155 CONTROLLER_GEN_LINK_SECONDS=3
 # estimate COLD PACKAGES LINK TOTAL: the seconds a build compiling TOTAL packages takes.
 estimate() { echo $(($3 + ($1 - $3) * $4 / $2)); }
 
@@ -94,11 +100,12 @@ watch() {
       status="downloading modules for $what ($elapsed elapsed, $(grep -c '^go: downloading' "$log") modules so far; a first run only)"
     elif [ -z "$cold" ]; then
       status="working out what $what needs ($elapsed elapsed)"
-    elif [ "$total" -eq 0 ]; then
-      status="linking $what ($elapsed elapsed, usually ~$(dur "$cold") on 2 idle cores)"
-    else
-      n=$(grep -Ec '^[[:alnum:]._~/-]+$' "$log" || true)
+    elif n=$(grep -Ec '^[[:alnum:]._~/-]+$' "$log" || true); [ "$n" -ge "$total" ]; then
+      status="linking $what ($elapsed elapsed, $total packages compiled; usually ~$(dur "$cold") in all on 2 idle cores)"
+    elif [ $((n * 10)) -lt "$total" ]; then
       status="building $what ($elapsed elapsed, $n of $total packages compiled; usually ~$(dur "$cold") on 2 idle cores)"
+    else # packages go at a fairly even pace (docs/development.md)
+      status="building $what ($elapsed elapsed, $n of $total packages compiled, ~$(dur $(((SECONDS - start) * (total - n) / n))) left at this pace; usually ~$(dur "$cold") on 2 idle cores)"
       current=$(tail -n 1 "$log")
     fi
     if $tty; then
@@ -139,11 +146,10 @@ wants controller-gen && { up_to_date controller-gen "sigs.k8s.io/controller-tool
 if [ -n "$todo_k8s$todo_go" ]; then
   # shellcheck disable=SC2086
   echo "tools: building $(list $todo_k8s $todo_go) from source (the Go module proxy is all this can fetch)"
-  # An estimate of the whole, unless only some of the four control-plane binaries are
-  # missing (then each step says what it has to compile).
-  case $todo_k8s in "" | "etcd kube-apiserver kube-scheduler kube-controller-manager ")
-    cold=0
-    [ -z "$todo_k8s" ] || cold=$((cold + K8S_COLD_SECONDS))
+  # An estimate of the whole when the four control-plane binaries are all missing, as on
+  # a first run (otherwise each step says what it has to compile, and how long that takes).
+  case $todo_k8s in "etcd kube-apiserver kube-scheduler kube-controller-manager ")
+    cold=$K8S_COLD_SECONDS
     case $todo_go in *kwok*) cold=$((cold + KWOK_COLD_SECONDS)) ;; esac
     case $todo_go in *controller-gen*) cold=$((cold + CONTROLLER_GEN_COLD_SECONDS)) ;; esac
     echo "tools: with an empty Go build cache that takes about $(dur "$cold") on 2 idle cores, longer on a busy machine, and a first run downloads the modules too"

@@ -79,30 +79,33 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (verd
 			return refusedNow, volumeReason(driver, limit)
 		}
 	}
-	var term Requirements
-	found := false
-	for _, t := range v.terms {
-		if _, ok := n.reqs.Admits(t); ok {
-			term, found = t, true
+	// The terms are alternatives (node affinity terms, each crossed with a
+	// volume's zones): on a planned node, one that its topology or its instance
+	// types refuse leaves the next to try, as a volume allowed in several zones
+	// may go to the second when anti-affinity or a spread rules out the first.
+	// An existing node's labels are what they are: the first term it admits
+	// decides.
+	vd, reason := refusedForGood, "node affinity or selector not matched"
+	tried := false
+	for _, term := range v.terms {
+		if _, ok := n.reqs.Admits(term); !ok {
+			continue
+		}
+		got, why := s.tryTerm(v, n, term, volumes, explain)
+		if got == accepted {
+			vd = accepted
+			break
+		}
+		if !tried || got < vd { // the refusal that lasts least stands
+			vd, reason = got, why
+		}
+		tried = true
+		if n.kind != plannedNode {
 			break
 		}
 	}
-	if !found {
-		return refusedForGood, "node affinity or selector not matched"
-	}
-	reqs := n.reqs
-	if n.kind == plannedNode {
-		reqs = reqs.Narrow(term)
-	}
-	reqs, vd, reason := s.topologyFits(c, v, n, reqs, explain)
 	if vd != accepted {
 		return vd, reason
-	}
-	if n.kind == plannedNode {
-		if vd, reason := s.narrowOptions(n, v, reqs, &c.req, volumes, explain); vd != accepted {
-			return vd, reason
-		}
-		n.reqs = reqs
 	}
 	n.used.add(&c.req, s.n)
 	n.ports = append(n.ports, c.ports...)
@@ -116,6 +119,28 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (verd
 		if d, ok := n.domain(g.key); ok {
 			g.owners[d]++
 		}
+	}
+	return accepted, ""
+}
+
+// tryTerm checks the pod's topology on n under one of its terms and, on a planned
+// node, narrows the node to it (its requirements and instance types), changing
+// nothing when it refuses.
+func (s *solver) tryTerm(v *variant, n *simNode, term Requirements, volumes map[string]int64, explain bool) (verdict, string) {
+	c := v.class
+	reqs := n.reqs
+	if n.kind == plannedNode {
+		reqs = reqs.Narrow(term)
+	}
+	reqs, vd, reason := s.topologyFits(c, v, n, reqs, explain)
+	if vd != accepted {
+		return vd, reason
+	}
+	if n.kind == plannedNode {
+		if vd, reason := s.narrowOptions(n, v, reqs, &c.req, volumes, explain); vd != accepted {
+			return vd, reason
+		}
+		n.reqs = reqs
 	}
 	return accepted, ""
 }

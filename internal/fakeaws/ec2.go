@@ -80,6 +80,8 @@ type instance struct {
 	Tags          map[string]string
 	// UserData is the launch template's, kept since the template may go first.
 	UserData string
+	// FleetContext is the Context of the CreateFleet request that launched it.
+	FleetContext string
 
 	State       string
 	StateAt     time.Time // when State began
@@ -119,6 +121,8 @@ type Instance struct {
 	UserData string
 	// CapacityReservationID is the reservation the instance runs in, if any.
 	CapacityReservationID string
+	// FleetContext is the Context of the CreateFleet request that launched it.
+	FleetContext string
 }
 
 // ProviderID is the Kubernetes provider ID of the instance's node.
@@ -129,6 +133,7 @@ func (s *Server) snapshotLocked(i *instance) Instance {
 		ID: i.ID, Type: i.Type, Zone: i.Zone, SubnetID: i.SubnetID, ImageID: i.ImageID, CapacityType: i.CapacityType,
 		State: i.State, PrivateIP: i.PrivateIP, PrivateDNSName: i.privateDNSName(s.opts.Region), LaunchTime: i.LaunchedAt,
 		Tags: cloneTags(i.Tags), UserData: i.UserData, CapacityReservationID: i.Reservation,
+		FleetContext: i.FleetContext,
 	}
 }
 

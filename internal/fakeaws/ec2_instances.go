@@ -63,6 +63,9 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 		return nil, err
 	}
 	capacityType := q.str("TargetCapacitySpecification.DefaultTargetCapacityType")
+	// Context is CreateFleet's reserved field: EC2 takes it as given; the fake keeps
+	// it on the instances, for tests to see what was sent.
+	fleetContext := q.str("Context")
 	spotStrategy, odStrategy := q.str("SpotOptions.AllocationStrategy"), q.str("OnDemandOptions.AllocationStrategy")
 	specs, err := readTagSpecs(q, "TagSpecification")
 	if err != nil {
@@ -201,6 +204,7 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 		}
 		for range n {
 			i := s.launchLocked(p, capacityType, reservationID, resp.FleetID, token, specs["instance"])
+			i.FleetContext = fleetContext
 			if res != nil {
 				i.Reservation = res.ID
 			}

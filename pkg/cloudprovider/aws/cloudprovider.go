@@ -505,7 +505,9 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		templateIDs = append(templateIDs, id)
 		plan.Groups[i].TemplateID = id
 	}
-	out, err := c.aws.EC2.CreateFleet(ctx, FleetInput(plan, templateIDs, string(claim.UID), tags))
+	fleet := FleetInput(plan, templateIDs, string(claim.UID), tags)
+	fleet.Context = nc.Spec.Context
+	out, err := c.aws.EC2.CreateFleet(ctx, fleet)
 	if err != nil {
 		code := errorCode(err)
 		if code == "IdempotentParameterMismatch" {

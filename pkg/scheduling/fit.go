@@ -79,6 +79,12 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (verd
 			return refusedNow, volumeReason(driver, limit)
 		}
 	}
+	// On a planned node, a host port some DaemonSet takes on some of the types only
+	// leaves the node the other types.
+	var ports []bool
+	if n.kind == plannedNode {
+		ports = n.pool.portTypes(c.ports)
+	}
 	// The terms are alternatives (node affinity terms, each crossed with a
 	// volume's zones): on a planned node, one that its topology or its instance
 	// types refuse leaves the next to try, as a volume allowed in several zones
@@ -91,7 +97,7 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (verd
 		if _, ok := n.reqs.Admits(term); !ok {
 			continue
 		}
-		got, why := s.tryTerm(v, n, term, volumes, explain)
+		got, why := s.tryTerm(v, n, term, volumes, ports, explain)
 		if got == accepted {
 			vd = accepted
 			break
@@ -126,7 +132,7 @@ func (s *solver) tryNode(p *podInfo, v *variant, n *simNode, explain bool) (verd
 // tryTerm checks the pod's topology on n under one of its terms and, on a planned
 // node, narrows the node to it (its requirements and instance types), changing
 // nothing when it refuses.
-func (s *solver) tryTerm(v *variant, n *simNode, term Requirements, volumes map[string]int64, explain bool) (verdict, string) {
+func (s *solver) tryTerm(v *variant, n *simNode, term Requirements, volumes map[string]int64, ports []bool, explain bool) (verdict, string) {
 	c := v.class
 	reqs := n.reqs
 	if n.kind == plannedNode {
@@ -137,7 +143,7 @@ func (s *solver) tryTerm(v *variant, n *simNode, term Requirements, volumes map[
 		return vd, reason
 	}
 	if n.kind == plannedNode {
-		if vd, reason := s.narrowOptions(n, v, reqs, &c.req, volumes, explain); vd != accepted {
+		if vd, reason := s.narrowOptions(n, v, reqs, &c.req, volumes, ports, explain); vd != accepted {
 			return vd, reason
 		}
 		n.reqs = reqs
@@ -156,12 +162,13 @@ func (s *solver) resourceReason(n *simNode, c *podClass, r int) string {
 }
 
 // narrowOptions keeps the planned node's instance types that match reqs, have an
-// available offering there, hold the node's pods plus req, and attach the volumes
-// (per CSI driver; nil: no limit matters); it fails, changing nothing, when none
-// would remain or a minValues requirement would be broken. Only the pool's limits
-// look beyond the node: any other refusal, when reqs are the node's own, stands
-// until a pod lands on the node.
-func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *Resources, volumes map[string]int64, explain bool) (verdict, string) {
+// available offering there, hold the node's pods plus req, attach the volumes
+// (per CSI driver; nil: no limit matters) and leave the pod's host ports free
+// (ports, by position in the pool's types; nil: all do); it fails, changing
+// nothing, when none would remain or a minValues requirement would be broken.
+// Only the pool's limits look beyond the node: any other refusal, when reqs are
+// the node's own, stands until a pod lands on the node.
+func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *Resources, volumes map[string]int64, ports []bool, explain bool) (verdict, string) {
 	changed := changedRequirements(n.reqs, reqs)
 	local := refusedNow
 	if len(changed) == 0 {
@@ -179,7 +186,8 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 	next := n.first
 	for ; next < len(n.options); next++ {
 		t := n.options[next]
-		if Fits(&Resources{}, &want, &t.alloc, s.n) < 0 && (admitted == nil || admitted[t.idx]) && (volumes == nil || !typeVolumesExceed(t, volumes)) {
+		if Fits(&Resources{}, &want, &t.alloc, s.n) < 0 && (admitted == nil || admitted[t.idx]) && (volumes == nil || !typeVolumesExceed(t, volumes)) &&
+			(ports == nil || ports[t.idx]) {
 			break
 		}
 	}
@@ -198,7 +206,7 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 	// Without an anchor the node's allocatable is its options' largest, which
 	// lazily skipped options would leave too large; the first pod's openNode
 	// anchors the node right after.
-	lazy := !s.exhaustive && volumes == nil && (!n.anchor.IsZero() || len(n.pods) == 0) && !s.checksMinValues(reqs)
+	lazy := !s.exhaustive && volumes == nil && ports == nil && (!n.anchor.IsZero() || len(n.pods) == 0) && !s.checksMinValues(reqs)
 	if lazy && len(changed) == 0 {
 		return s.growInPlace(n, next, reqs, req, explain)
 	}
@@ -210,9 +218,13 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 		return s.narrowShared(n, changed, admitted, offered, reqs, req, &want, explain)
 	}
 	kept := s.scratch[:0]
-	volumesRefused := false
+	volumesRefused, portsRefused := false, false
 	for _, t := range n.options[n.first:] {
 		if Fits(&Resources{}, &want, &t.alloc, s.n) >= 0 || admitted != nil && !admitted[t.idx] || offered != nil && !offered[t.idx] {
+			continue
+		}
+		if ports != nil && !ports[t.idx] {
+			portsRefused = true
 			continue
 		}
 		if volumes != nil && typeVolumesExceed(t, volumes) {
@@ -228,6 +240,9 @@ func (s *solver) narrowOptions(n *simNode, v *variant, reqs Requirements, req *R
 		}
 		if volumesRefused {
 			return local, "no instance type attaches the volumes its CSI drivers would need"
+		}
+		if portsRefused {
+			return local, "a DaemonSet takes its host port on every instance type that fits"
 		}
 		return local, s.optionsReason(n, reqs, req)
 	}

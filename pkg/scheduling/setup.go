@@ -246,14 +246,7 @@ func (s *solver) addPools(pools []*NodePool) {
 		ps.types = types
 		ps.addOfferSlots()
 		ps.reqs = reqs.And(unionRequirements(types))
-		// Host ports of the DaemonSets that run on every node of the pool are taken
-		// on each of its new nodes.
-		for _, d := range s.daemons {
-			if len(d.ports) > 0 && Untolerated(d.pod.Spec.Tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil &&
-				admitsAny(daemonView(ps.reqs), d.terms) {
-				ps.daemonPorts = append(ps.daemonPorts, d.ports...)
-			}
-		}
+		ps.addDaemonPorts(s.daemons, reqs)
 		s.pools = append(s.pools, ps)
 	}
 	slices.SortStableFunc(s.pools, func(a, b *poolState) int {
@@ -274,6 +267,62 @@ func (s *solver) addPools(pools []*NodePool) {
 			}
 		}
 	}
+}
+
+// addDaemonPorts sorts the host ports of the DaemonSets that run on the pool's
+// nodes (reqs: the pool's own requirements): those of a DaemonSet that runs on
+// every type are taken on each new node from the start; those of one that runs on
+// some types only (its node affinity or selector admits their labels alone) stay
+// with those types, and a pod that wants such a port narrows its node to the
+// other types (see portTypes).
+func (ps *poolState) addDaemonPorts(daemons []*daemon, reqs Requirements) {
+	for _, d := range daemons {
+		if len(d.ports) == 0 || Untolerated(d.pod.Spec.Tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) != nil {
+			continue
+		}
+		var on []*typeInfo
+		for _, t := range ps.types {
+			if admitsAny(daemonView(reqs.And(t.reqs)), d.terms) {
+				on = append(on, t)
+			}
+		}
+		switch len(on) {
+		case 0:
+		case len(ps.types):
+			ps.daemonPorts = append(ps.daemonPorts, d.ports...)
+		default:
+			ps.typePorts = true
+			for _, t := range on {
+				t.daemonPorts = append(t.daemonPorts, d.ports...)
+			}
+		}
+	}
+}
+
+// portTypes says, by position in the pool's types, which types leave the ports
+// free of the DaemonSets that run on some types only; nil when every type does.
+func (ps *poolState) portTypes(ports []hostPort) []bool {
+	if !ps.typePorts || len(ports) == 0 {
+		return nil
+	}
+	ps.key = append(ps.key[:0], 'h')
+	for _, p := range ports {
+		ps.key = fmt.Appendf(ps.key, "%s/%s/%d;", p.protocol, p.ip, p.port)
+	}
+	free := ps.memo(ps.key, func(t *typeInfo) bool {
+		for _, want := range ports {
+			for _, taken := range t.daemonPorts {
+				if want.conflicts(taken) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if !slices.Contains(free, false) {
+		return nil
+	}
+	return free
 }
 
 // unionRequirements describes what a node of any of the types may have: for each key

@@ -130,6 +130,9 @@ type poolState struct {
 	types       []*typeInfo // compatible types with an available offering, cheapest first
 	maxAlloc    Resources   // of types
 	ranked      []*typeInfo // the same, best score first (see rank)
+	// typePorts: some DaemonSet's host ports are taken on some of the types only
+	// (typeInfo.daemonPorts; see portTypes).
+	typePorts bool
 
 	limited []int // resource positions the pool limits
 	limits  Resources
@@ -155,6 +158,9 @@ type typeInfo struct {
 	daemons  Resources
 	capacity Resources // for limits, with one "nodes"
 	price    float64   // cheapest available offering within the pool
+	// daemonPorts are the host ports of the DaemonSets that run on this type but
+	// not on every type of the pool (those are the pool's daemonPorts).
+	daemonPorts []hostPort
 	// score is what serving the pool's pending pods with this type alone would cost.
 	score float64
 	// offers are its available offerings by price, with their pool slots.

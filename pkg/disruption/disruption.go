@@ -362,7 +362,11 @@ func (d *decider) candidate(nc *v1.NodeClaim, node *scheduling.Node, pool *sched
 
 // evictionBlocked says why p may not be evicted now, or "".
 func (d *decider) evictionBlocked(p *corev1.Pod) string {
-	if p.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
+	if dnd := v1.PodDoNotDisrupt(p, d.in.Now); dnd.Active {
+		if !dnd.Until.IsZero() {
+			return fmt.Sprintf("pod %s/%s is annotated %s=%s, until %s", p.Namespace, p.Name, v1.DoNotDisruptAnnotationKey,
+				p.Annotations[v1.DoNotDisruptAnnotationKey], dnd.Until.UTC().Format(time.RFC3339))
+		}
 		return fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.DoNotDisruptAnnotationKey)
 	}
 	if p.DeletionTimestamp != nil {

@@ -186,6 +186,63 @@ func TestBlockers(t *testing.T) {
 	}
 }
 
+// A do-not-disrupt duration protects the pod for that long after it started, as
+// Karpenter reads it; an invalid value protects nothing; a pod not started yet is
+// protected; the node's and claim's annotation protect only with "true".
+func TestDoNotDisruptDuration(t *testing.T) {
+	started := func(ago time.Duration) testobj.PodOption {
+		return func(p *corev1.Pod) { p.Status.StartTime = &metav1.Time{Time: now.Add(-ago)} }
+	}
+	for name, tc := range map[string]struct {
+		value   string
+		opts    []testobj.PodOption
+		blocked string // part of the blocked reason; "" for consolidated
+	}{
+		"within the duration":         {value: "30m", opts: []testobj.PodOption{started(10 * time.Minute)}, blocked: "until 2026-11-22T12:20:00Z"},
+		"duration elapsed":            {value: "30m", opts: []testobj.PodOption{started(31 * time.Minute)}},
+		"hours and minutes":           {value: "1h30m", opts: []testobj.PodOption{started(time.Hour)}, blocked: "do-not-disrupt"},
+		"not started":                 {value: "30m", blocked: "do-not-disrupt"},
+		"invalid":                     {value: "soon", opts: []testobj.PodOption{started(time.Minute)}},
+		"not positive":                {value: "-5m", opts: []testobj.PodOption{started(time.Minute)}},
+		"false":                       {value: "false", opts: []testobj.PodOption{started(time.Minute)}},
+		"true on a terminating pod":   {value: "true", opts: []testobj.PodOption{started(time.Minute), func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: now} }}},
+		"true protects for good":      {value: "true", opts: []testobj.PodOption{started(1000 * time.Hour)}, blocked: "do-not-disrupt"},
+		"duration on the node":        {value: "node:30m"},
+		"duration on the node, true":  {value: "node:true", blocked: "node node-1 is annotated"},
+		"duration on the claim, true": {value: "claim:true", blocked: "nodeclaim claim-node-1 is annotated"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t)
+			p := pod("1", "1Gi", tc.opts...)
+			n := c.node(15, v1.CapacityTypeOnDemand, p)
+			switch on, value, _ := strings.Cut(tc.value, ":"); on {
+			case "node":
+				n.Node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: value}
+			case "claim":
+				c.claim(n).Annotations[v1.DoNotDisruptAnnotationKey] = value
+			default:
+				if p.Annotations == nil {
+					p.Annotations = map[string]string{}
+				}
+				p.Annotations[v1.DoNotDisruptAnnotationKey] = tc.value
+			}
+			dec := Decide(c.in)
+			if tc.blocked == "" {
+				if dec.Command == nil {
+					t.Fatalf("want the node consolidated, got nothing (blocked: %q)", blockedReason(dec, n.Node.Name))
+				}
+				return
+			}
+			if dec.Command != nil {
+				t.Fatalf("want nothing, got %s", dec.Command)
+			}
+			if why := blockedReason(dec, n.Node.Name); !strings.Contains(why, tc.blocked) {
+				t.Errorf("blocked reason %q, want it to mention %q", why, tc.blocked)
+			}
+		})
+	}
+}
+
 func TestPDBWithRoomAllowsConsolidation(t *testing.T) {
 	c := newCluster(t)
 	c.node(15, v1.CapacityTypeOnDemand, pod("1", "1Gi"))

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -81,6 +82,9 @@ type Controller struct {
 	// blocked remembers the last reason reported per node, so a blocked node gets
 	// one event per reason rather than one per pass.
 	blocked map[string]string
+	// doNotDisrupt remembers, by pod, the last event said about its do-not-disrupt
+	// duration (see doNotDisruptEvents).
+	doNotDisrupt map[k8stypes.UID]string
 
 	// inFlight are the claims of commands decided and not yet done, and of commands
 	// done until the cache shows their claims deleted: a pass reading a cache that
@@ -96,7 +100,8 @@ type Controller struct {
 // NewController returns the controller; Start runs it.
 func NewController(kube client.Client, reader client.Reader, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types nodeclaim.InstanceTypes,
 	recorder record.EventRecorder, clk clock.Clock, opts Options, wake func()) *Controller {
-	return &Controller{kube: kube, reader: reader, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts,
+	said := map[k8stypes.UID]string{}
+	return &Controller{kube: kube, reader: reader, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts, doNotDisrupt: said,
 		wake: wake, blocked: map[string]string{}, inFlight: map[string]bool{}, replacing: map[string]bool{}}
 }
 
@@ -160,6 +165,9 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 		}
 	}
 	c.report(ctx, dec)
+	for _, e := range doNotDisruptEvents(in.Cluster.Nodes, in.Now, c.doNotDisrupt) {
+		c.recorder.Event(e.pod, e.eventtype, e.reason, e.message)
+	}
 	c.writeConditions(ctx, in.Claims, dec.States)
 	cmd := dec.Command
 	if logger := log.FromContext(ctx).V(1); logger.Enabled() {

@@ -46,7 +46,8 @@ const (
 // PlanDrain orders a node's pods for eviction at now, tier by tier: ordinary pods,
 // then system-critical ones, then DaemonSet pods, then critical DaemonSet pods.
 // Pods the drain leaves alone (see Ignored) are neither evicted nor waited for.
-// Pods annotated karpenter.sh/do-not-disrupt are waited on, not evicted, until the
+// Pods annotated karpenter.sh/do-not-disrupt ("true", or a duration since the pod
+// started that has not run out) are waited on, not evicted, until the
 // node's terminationGracePeriod deadline (until, nil for none); a pod whose own
 // grace period would run past it is deleted early enough to get all of it, as
 // Karpenter does; at the deadline everything left is deleted at once and nothing
@@ -87,7 +88,7 @@ func PlanDrain(pods []corev1.Pod, now time.Time, until *time.Time) Drain {
 			switch {
 			case p.DeletionTimestamp != nil:
 				wait(p, "terminating")
-			case p.Annotations[v1.DoNotDisruptAnnotationKey] == "true":
+			case v1.PodDoNotDisrupt(p, now).Active:
 				wait(p, v1.DoNotDisruptAnnotationKey)
 			default:
 				d.Evict = append(d.Evict, p)

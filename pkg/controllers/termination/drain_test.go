@@ -33,7 +33,16 @@ func toleratesAll(p *corev1.Pod) {
 }
 func doNotDisrupt(p *corev1.Pod) { p.Annotations[v1.DoNotDisruptAnnotationKey] = "true" }
 func mirror(p *corev1.Pod)       { p.Annotations[corev1.MirrorPodAnnotationKey] = "x" }
-func succeeded(p *corev1.Pod)    { p.Status.Phase = corev1.PodSucceeded }
+
+func doNotDisruptFor(value string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Annotations[v1.DoNotDisruptAnnotationKey] = value }
+}
+
+// heldFor is a pod annotated do-not-disrupt 30m that started ago.
+func heldFor(ago time.Duration) corev1.Pod {
+	return pod("held-"+ago.String(), doNotDisruptFor("30m"), func(p *corev1.Pod) { p.Status.StartTime = &metav1.Time{Time: now.Add(-ago)} })
+}
+func succeeded(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
 
 // deleted marks the pod deleted with a grace period that ends at end.
 func deleted(end time.Time, grace int64) func(*corev1.Pod) {
@@ -114,6 +123,9 @@ func TestPlanDrain(t *testing.T) {
 		{name: "deadline near: pods whose own grace period would outlast it go now, whatever their tier or annotation",
 			pods: []corev1.Pod{web, held, quick, agent, slowAgent, leaving}, until: &soon,
 			early: []string{"agent", "batch", "slow-agent", "web"}, evict: []string{"quick"}, waiting: []string{"leaving"}, why: "terminating"},
+		{name: "a do-not-disrupt duration is waited on until it runs out since the pod started",
+			pods:  []corev1.Pod{heldFor(25 * time.Minute), heldFor(31 * time.Minute), pod("unstarted", doNotDisruptFor("30m")), pod("invalid", doNotDisruptFor("soon"))},
+			evict: []string{"held-31m0s", "invalid"}, waiting: []string{"held-25m0s", "unstarted"}, why: v1.DoNotDisruptAnnotationKey},
 		{name: "nothing left", pods: []corev1.Pod{static, job}, done: true},
 		{name: "no pods", done: true},
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -272,6 +273,32 @@ func TestDrift(t *testing.T) {
 		c.pool.Annotations[v1.NodePoolHashVersionAnnotationKey] = "v2"
 		if cmd := Decide(c.in).Command; cmd != nil {
 			t.Fatalf("hash versions differ: want nothing, got %s", cmd)
+		}
+	})
+	t.Run("drifted under another hash version stays drifted", func(t *testing.T) {
+		// A claim Karpenter marked Drifted, stamped with Karpenter's hash version,
+		// read before the NodePool controller re-stamps it: still drifted.
+		c := newCluster(t)
+		c.pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+		n := c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi"))
+		nc := c.claim(n)
+		nc.Annotations[v1.NodePoolHashAnnotationKey], nc.Annotations[v1.NodePoolHashVersionAnnotationKey] = "6043937311012962385", "v3"
+		if cmd := Decide(c.in).Command; cmd != nil {
+			t.Fatalf("a hash of another version alone drifts nothing, got %s", cmd)
+		}
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
+			Reason: "NodePoolDrifted", Message: "marked by Karpenter"})
+		dec := Decide(c.in)
+		if cmd := dec.Command; cmd == nil || cmd.Reason != v1.DisruptionReasonDrifted || cmd.Candidates[0].Node.Node.Name != n.Node.Name {
+			t.Fatalf("want the claim Karpenter marked Drifted replaced, got %v", cmd)
+		}
+		if got := dec.States[nc.Name].Drifted; got != "NodePoolDrifted: marked by Karpenter" {
+			t.Errorf("Drifted condition %q, want Karpenter's kept", got)
+		}
+		// Re-stamped as the NodePool controller does: the old hash under the new version.
+		nc.Annotations[v1.NodePoolHashVersionAnnotationKey] = "v1"
+		if cmd := Decide(c.in).Command; cmd == nil || cmd.Reason != v1.DisruptionReasonDrifted {
+			t.Fatalf("re-stamped with its old hash, want it still drifted, got %v", cmd)
 		}
 	})
 	t.Run("requirements", func(t *testing.T) {

@@ -3,6 +3,9 @@ package disruption
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
@@ -17,6 +20,17 @@ func (d *decider) drifted(c *Candidate) string {
 	// A hash of another version says nothing: the hashing itself changed.
 	if claimHash != "" && poolHash != "" && claimHash != poolHash && (claimVersion == "" || claimVersion == poolVersion) {
 		return "NodePoolDrifted"
+	}
+	// Nor does it say the claim no longer drifted: a claim Karpenter marked Drifted
+	// before a cut-over stays so until the NodePool controller re-stamps it (it keeps
+	// the old hash under the new version), whichever of the two runs first.
+	if claimVersion != "" && poolVersion != "" && claimVersion != poolVersion {
+		if cond := meta.FindStatusCondition(c.Claim.Status.Conditions, v1.ConditionTypeDrifted); cond != nil && cond.Status == metav1.ConditionTrue {
+			if cond.Message == "" {
+				return cond.Reason
+			}
+			return cond.Reason + ": " + cond.Message
+		}
 	}
 	// The claim's labels are what Tailor launched; the node's may have been edited
 	// since. The node only fills in keys the claim does not carry.

@@ -294,8 +294,11 @@ func served(kinds []schema.GroupKind, ref *v1.NodeClassReference) bool {
 // restamp gives the pool's claims stamped by another hash version the pool's
 // current hash and version. Hashes of different versions cannot be compared (the
 // claims of a Karpenter being replaced carry its version), so such a claim is taken
-// as launched from the template it runs under, never as drifted. Only claims of
-// kinds, the NodeClass kinds this provider serves, are touched.
+// as launched from the template it runs under, never as drifted; but a claim
+// already marked Drifted (by Karpenter before the cut-over) keeps its old hash
+// under the new version, so it stays drifted, as Karpenter does when its own hash
+// version changes. Only claims of kinds, the NodeClass kinds this provider serves,
+// are touched.
 func (c *Controller) restamp(ctx context.Context, np *v1.NodePool, claims []v1.NodeClaim, kinds []schema.GroupKind) error {
 	hash, version := np.Annotations[v1.NodePoolHashAnnotationKey], np.Annotations[v1.NodePoolHashVersionAnnotationKey]
 	if hash == "" || version != HashVersion {
@@ -308,7 +311,9 @@ func (c *Controller) restamp(ctx context.Context, np *v1.NodePool, claims []v1.N
 			continue
 		}
 		stamped := nc.DeepCopy()
-		metav1.SetMetaDataAnnotation(&stamped.ObjectMeta, v1.NodePoolHashAnnotationKey, hash)
+		if !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeDrifted) {
+			metav1.SetMetaDataAnnotation(&stamped.ObjectMeta, v1.NodePoolHashAnnotationKey, hash)
+		}
 		metav1.SetMetaDataAnnotation(&stamped.ObjectMeta, v1.NodePoolHashVersionAnnotationKey, version)
 		if err := c.kube.Patch(ctx, stamped, client.MergeFrom(nc)); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("NodeClaim %s: re-stamping annotation %s: %w", nc.Name, v1.NodePoolHashAnnotationKey, err))

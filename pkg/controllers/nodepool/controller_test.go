@@ -178,6 +178,13 @@ func TestClaimsOfAnotherHashVersionAreRestamped(t *testing.T) {
 	karpenters := claim("karpenters", "6043937311012962385", "v3", simClass)
 	drifted := claim("drifted", "12345", HashVersion, simClass)
 	foreign := claim("foreign", "6043937311012962385", "v3", &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"})
+	// Karpenter had marked this one Drifted: it keeps its old hash, and so stays drifted.
+	markedDrifted := claim("marked-drifted", "6043937311012962385", "v3", simClass)
+	meta.SetStatusCondition(&markedDrifted.Status.Conditions, metav1.Condition{Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
+		Reason: "NodePoolDrifted", Message: "NodePoolDrifted"})
+	if err := kube.Status().Update(ctx, markedDrifted); err != nil {
+		t.Fatal(err)
+	}
 	reconcileAndGet(t, c, "cutover")
 	for _, tc := range []struct {
 		nc            *v1.NodeClaim
@@ -186,6 +193,7 @@ func TestClaimsOfAnotherHashVersionAreRestamped(t *testing.T) {
 		{karpenters, hash, HashVersion},
 		{drifted, "12345", HashVersion},
 		{foreign, "6043937311012962385", "v3"},
+		{markedDrifted, "6043937311012962385", HashVersion},
 	} {
 		got := &v1.NodeClaim{}
 		if err := kube.Get(ctx, client.ObjectKeyFromObject(tc.nc), got); err != nil {

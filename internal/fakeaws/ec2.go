@@ -82,6 +82,8 @@ type instance struct {
 	UserData string
 	// FleetContext is the Context of the CreateFleet request that launched it.
 	FleetContext string
+	// IPv4Prefixes is how many IPv4 prefixes its primary network interface holds.
+	IPv4Prefixes int
 
 	State       string
 	StateAt     time.Time // when State began
@@ -123,6 +125,8 @@ type Instance struct {
 	CapacityReservationID string
 	// FleetContext is the Context of the CreateFleet request that launched it.
 	FleetContext string
+	// IPv4Prefixes is how many IPv4 prefixes its primary network interface holds.
+	IPv4Prefixes int
 }
 
 // ProviderID is the Kubernetes provider ID of the instance's node.
@@ -133,7 +137,7 @@ func (s *Server) snapshotLocked(i *instance) Instance {
 		ID: i.ID, Type: i.Type, Zone: i.Zone, SubnetID: i.SubnetID, ImageID: i.ImageID, CapacityType: i.CapacityType,
 		State: i.State, PrivateIP: i.PrivateIP, PrivateDNSName: i.privateDNSName(s.opts.Region), LaunchTime: i.LaunchedAt,
 		Tags: cloneTags(i.Tags), UserData: i.UserData, CapacityReservationID: i.Reservation,
-		FleetContext: i.FleetContext,
+		FleetContext: i.FleetContext, IPv4Prefixes: i.IPv4Prefixes,
 	}
 }
 

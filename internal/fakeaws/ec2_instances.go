@@ -282,6 +282,9 @@ func (s *Server) resolvePool(p *pool, capacityType string) (code, msg string) {
 	if !slices.Contains(p.typ.Zones, p.subnet.Zone) {
 		return "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s).", p.typ.Name, p.subnet.Zone)
 	}
+	if code, msg := checkInterfaces(lt, p.typ); code != "" {
+		return code, msg
+	}
 	if o.Priority != "" {
 		pr, err := strconv.ParseFloat(o.Priority, 64)
 		if err != nil {
@@ -311,6 +314,30 @@ func (s *Server) resolvePool(p *pool, capacityType string) (code, msg string) {
 	return "", ""
 }
 
+// checkInterfaces refuses what EC2 refuses of a launch template's network
+// interfaces on an instance type: groups both on the instance and on interfaces;
+// prefixes on a type not built on Nitro (prefix delegation needs it), or more
+// IPv4 prefixes than the interface takes secondary addresses (its IPv4 addresses
+// less the primary); IPv6 prefixes in a subnet without an IPv6 range (the fake's
+// subnets have none).
+func checkInterfaces(lt *launchTemplate, t *instanceType) (code, msg string) {
+	if lt.TopLevelGroups && len(lt.Interfaces) > 0 {
+		return "InvalidParameterCombination", "Network interfaces and an instance-level security groups may not be specified on the same request"
+	}
+	for _, ni := range lt.Interfaces {
+		if (ni.IPv4Prefixes > 0 || ni.IPv6Prefixes > 0) && t.Hypervisor != "nitro" {
+			return "InvalidParameterCombination", fmt.Sprintf("Prefix delegation is supported only on instances built on the Nitro System; %s is not", t.Name)
+		}
+		if ni.IPv4Prefixes > int(t.IPv4PerENI)-1 {
+			return "PrivateIpAddressLimitExceeded", fmt.Sprintf("Number of private addresses will exceed limit: %s takes %d IPv4 prefixes per network interface, not %d", t.Name, t.IPv4PerENI-1, ni.IPv4Prefixes)
+		}
+		if ni.IPv6Prefixes > 0 {
+			return "InvalidParameterValue", "The subnet has no IPv6 CIDR block: Ipv6PrefixCount cannot be assigned"
+		}
+	}
+	return "", ""
+}
+
 func (s *Server) reservationByID(id string) *CapacityReservation {
 	for _, r := range s.inv.reservations {
 		if r.ID == id {
@@ -330,6 +357,11 @@ func (s *Server) launchLocked(p *pool, capacityType, reservationID, fleetID, tok
 		HTTPTokens: cmp.Or(p.template.HTTPTokens, "optional"), HopLimit: cmp.Or(p.template.HopLimit, 1),
 		State: statePending, StateAt: now, LaunchedAt: now, VisibleAt: now.Add(s.opts.ConsistencyDelay),
 		UserData: p.template.UserData,
+	}
+	for _, ni := range p.template.Interfaces {
+		if ni.DeviceIndex == 0 && ni.NetworkCardIndex == 0 {
+			i.IPv4Prefixes = max(ni.IPv4Prefixes, 0)
+		}
 	}
 	if capacityType == "spot" {
 		i.SpotRequestID = fmt.Sprintf("sir-%08x", s.rng.Uint32())

@@ -1,6 +1,7 @@
 package fakeaws
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"maps"
@@ -37,6 +38,25 @@ type launchTemplate struct {
 	HopLimit        int32
 	ReservationID   string
 	AssociatePublic bool
+	// TopLevelGroups says the groups came as SecurityGroupId, beside the interfaces.
+	TopLevelGroups bool
+	// Interfaces are the NetworkInterface.N members, by device index order given.
+	Interfaces []templateInterface
+}
+
+// templateInterface is one network interface of a launch template, as EC2 reads it.
+type templateInterface struct {
+	DeviceIndex      int
+	NetworkCardIndex int
+	InterfaceType    string // interface (default), efa or efa-only
+	// IPv4Prefixes and IPv6Prefixes are the prefix counts asked for (-1: none);
+	// ExplicitPrefixes the prefixes named one by one; SecondaryIPs the secondary
+	// address count.
+	IPv4Prefixes, IPv6Prefixes int
+	ExplicitPrefixes           int
+	SecondaryIPs               int
+	// ConnTrack holds the ConnectionTrackingSpecification members given, by name.
+	ConnTrack map[string]int
 }
 
 // LaunchTemplate is a snapshot of a launch template, for tests.
@@ -180,7 +200,15 @@ func (s *Server) readTemplateData(q *queryParams, lt *launchTemplate) error {
 		lt.UserData = string(raw)
 	}
 	lt.ProfileName, lt.ProfileARN = q.values[p+"IamInstanceProfile.Name"], q.values[p+"IamInstanceProfile.Arn"]
+	lt.TopLevelGroups = len(q.list(p+"SecurityGroupId")) > 0
 	lt.Groups = append(q.list(p+"SecurityGroupId"), q.list(p+"NetworkInterface.1.SecurityGroupId")...)
+	for _, ni := range q.indices(p + "NetworkInterface") {
+		ti, err := readTemplateInterface(q, ni+".")
+		if err != nil {
+			return err
+		}
+		lt.Interfaces = append(lt.Interfaces, ti)
+	}
 	lt.SubnetID = q.values[p+"NetworkInterface.1.SubnetId"]
 	lt.AssociatePublic = q.values[p+"NetworkInterface.1.AssociatePublicIpAddress"] == "true"
 	lt.HTTPTokens = q.values[p+"MetadataOptions.HttpTokens"]
@@ -198,6 +226,50 @@ func (s *Server) readTemplateData(q *queryParams, lt *launchTemplate) error {
 	}
 	lt.InstanceTags = cloneTags(specs["instance"])
 	return nil
+}
+
+// readTemplateInterface reads one LaunchTemplateData.NetworkInterface.N, with the
+// checks EC2 makes of its numbers.
+func readTemplateInterface(q *queryParams, p string) (templateInterface, error) {
+	ti := templateInterface{IPv4Prefixes: -1, IPv6Prefixes: -1, InterfaceType: cmp.Or(q.values[p+"InterfaceType"], "interface"),
+		ExplicitPrefixes: len(q.indices(p + "Ipv4Prefix")), ConnTrack: map[string]int{}}
+	ints := []struct {
+		key string
+		to  *int
+	}{{"DeviceIndex", &ti.DeviceIndex}, {"NetworkCardIndex", &ti.NetworkCardIndex}, {"Ipv4PrefixCount", &ti.IPv4Prefixes},
+		{"Ipv6PrefixCount", &ti.IPv6Prefixes}, {"SecondaryPrivateIpAddressCount", &ti.SecondaryIPs}}
+	for _, f := range ints {
+		v, ok := q.values[p+f.key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return ti, badRequest("InvalidParameterValue", "Value (%s) for parameter %s is invalid", v, f.key)
+		}
+		*f.to = n
+	}
+	for _, k := range []string{"TcpEstablishedTimeout", "UdpStreamTimeout", "UdpTimeout"} {
+		v, ok := q.values[p+"ConnectionTrackingSpecification."+k]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return ti, badRequest("InvalidParameterValue", "Value (%s) for parameter %s is invalid", v, k)
+		}
+		ti.ConnTrack[k] = n
+	}
+	if !slices.Contains([]string{"interface", "efa", "efa-only", "interconnect"}, ti.InterfaceType) {
+		return ti, badRequest("InvalidParameterValue", "Value (%s) for parameter InterfaceType is invalid", ti.InterfaceType)
+	}
+	if n := len(q.indices(p + "PrivateIpAddresses")); n > 1 {
+		ti.SecondaryIPs += n - 1
+	}
+	if ti.IPv4Prefixes >= 0 && (ti.ExplicitPrefixes > 0 || ti.SecondaryIPs > 0) {
+		return ti, badRequest("InvalidParameterCombination", "Ipv4PrefixCount cannot be combined with Ipv4Prefixes or secondary private IPv4 addresses")
+	}
+	return ti, nil
 }
 
 func (s *Server) templateView(lt *launchTemplate) xmlLaunchTemplate {

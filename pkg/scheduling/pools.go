@@ -29,13 +29,18 @@ func (s *solver) computeDemand() {
 }
 
 // addToDemand counts n pods of class c in the demand of the pool they would go to
-// first.
+// first: the first, by weight, with an instance type that holds one. Pods that fit
+// no instance type of any pool size nothing: they get no node, and counted in a
+// pool's demand they would skew its ranking (50 pods asking for more cpu than any
+// type has made every type look useless, and 100 small pods that share one node
+// got a node each).
 func (s *solver) addToDemand(c *podClass, n int64) {
 	if c.invalid != "" {
 		return
 	}
+	loosest := c.levels[len(c.levels)-1] // what the pod requires, and no more
 	for _, ps := range s.pools {
-		if ps.unavailable == "" && Untolerated(c.tolerations, ps.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) == nil && admitsAny(ps.reqs, c.terms) {
+		if fit := s.poolFit(loosest, ps); fit.reason == "" && !math.IsInf(fit.price, 1) {
 			if ps.demandN == 0 {
 				ps.uniform, ps.firstReq = true, c.req
 			} else if ps.uniform && !ps.firstReq.Equal(&c.req, s.n) {

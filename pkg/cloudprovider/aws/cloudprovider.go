@@ -497,7 +497,8 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		name, data := LaunchTemplate(LaunchTemplateInput{Cluster: c.opts.ClusterName, NodeClass: nc, ImageID: g.AMI.ID,
 			UserData: userData, SecurityGroups: groups, InstanceProfile: nc.Status.InstanceProfile,
 			CapacityReservationID: g.ReservationID, CapacityBlock: plan.ReservationType == awsv1.CapacityReservationTypeCapacityBlock,
-			AvoidOpenReservations: c.opts.ReservedCapacity && plan.CapacityType != CapacityTypeReserved})
+			AvoidOpenReservations: c.opts.ReservedCapacity && plan.CapacityType != CapacityTypeReserved,
+			IPv6:                  strings.Contains(cluster.ServiceCIDR, ":")})
 		id, err := c.ensureTemplate(ctx, name, data, nc)
 		if err != nil {
 			return nil, err

@@ -307,6 +307,9 @@ type LaunchTemplateInput struct {
 	CapacityReservationID string
 	CapacityBlock         bool
 	AvoidOpenReservations bool
+	// IPv6 says the cluster is IPv6: the NodeClass's ipPrefixCount is then a count
+	// of IPv6 prefixes, as the VPC CNI hands pods addresses of the cluster's family.
+	IPv6 bool
 }
 
 // LaunchTemplate returns the template's name and data. The name hashes the data,
@@ -341,11 +344,20 @@ func LaunchTemplate(in LaunchTemplateInput) (string, *ec2types.RequestLaunchTemp
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone}
 	}
-	if p := nc.Spec.AssociatePublicIPAddress; p != nil {
-		// A public address is chosen per network interface, which then carries the groups.
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: aws.Bool(*p), Groups: in.SecurityGroups,
-		}}
+	if nc.Spec.AssociatePublicIPAddress != nil || nc.Spec.IPPrefixCount != nil {
+		// A public address and prefixes are chosen per network interface, which then
+		// carries the groups (EC2 refuses groups at both levels).
+		primary := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: nc.Spec.AssociatePublicIPAddress, Groups: in.SecurityGroups,
+		}
+		if n := nc.Spec.IPPrefixCount; n != nil {
+			if in.IPv6 {
+				primary.Ipv6PrefixCount = aws.Int32(*n)
+			} else {
+				primary.Ipv4PrefixCount = aws.Int32(*n)
+			}
+		}
+		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{primary}
 	} else {
 		data.SecurityGroupIds = in.SecurityGroups
 	}

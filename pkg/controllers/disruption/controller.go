@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,6 +86,9 @@ type Controller struct {
 	// doNotDisrupt remembers, by pod, the last event said about its do-not-disrupt
 	// duration (see doNotDisruptEvents).
 	doNotDisrupt map[k8stypes.UID]string
+	// budgetBlocked remembers, by NodePool, the reasons its budget last allowed no
+	// disruption for, so each is said once while it lasts.
+	budgetBlocked map[string]string
 
 	// inFlight are the claims of commands decided and not yet done, and of commands
 	// done until the cache shows their claims deleted: a pass reading a cache that
@@ -101,7 +105,7 @@ type Controller struct {
 func NewController(kube client.Client, reader client.Reader, cluster *state.Cluster, cloud cloudprovider.CloudProvider, types nodeclaim.InstanceTypes,
 	recorder record.EventRecorder, clk clock.Clock, opts Options, wake func()) *Controller {
 	said := map[k8stypes.UID]string{}
-	return &Controller{kube: kube, reader: reader, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts, doNotDisrupt: said,
+	return &Controller{kube: kube, reader: reader, cluster: cluster, cloud: cloud, types: types, recorder: recorder, clock: clk, opts: opts, doNotDisrupt: said, budgetBlocked: map[string]string{},
 		wake: wake, blocked: map[string]string{}, inFlight: map[string]bool{}, replacing: map[string]bool{}}
 }
 
@@ -165,6 +169,7 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 		}
 	}
 	c.report(ctx, dec)
+	c.reportBudgets(in.Cluster.NodePools, dec.Allowed)
 	for _, e := range doNotDisruptEvents(in.Cluster.Nodes, in.Now, c.doNotDisrupt) {
 		c.recorder.Event(e.pod, e.eventtype, e.reason, e.message)
 	}
@@ -333,8 +338,14 @@ func (c *Controller) report(ctx context.Context, dec *disrupt.Decision) {
 		}
 		c.blocked[b.Node] = b.Reason
 		log.FromContext(ctx).V(1).Info("not disrupting a candidate", "node", b.Node, "reason", b.Reason)
-		c.recorder.Eventf(b.Candidate.Node.Node, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt Node: %s", b.Reason)
-		c.recorder.Eventf(b.Candidate.Claim, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt NodeClaim: %s", b.Reason)
+		if b.Kind == disrupt.BlockNoBetterPlace && dec.States[b.Candidate.Claim.Name].Drifted == "" {
+			// Consolidation found no better place: Karpenter says Unconsolidatable.
+			c.recorder.Event(b.Candidate.Node.Node, corev1.EventTypeNormal, ReasonUnconsolidatable, b.Reason)
+			c.recorder.Event(b.Candidate.Claim, corev1.EventTypeNormal, ReasonUnconsolidatable, b.Reason)
+			continue
+		}
+		c.recorder.Eventf(b.Candidate.Node.Node, corev1.EventTypeNormal, ReasonDisruptionBlocked, "Cannot disrupt Node: %s", b.Reason)
+		c.recorder.Eventf(b.Candidate.Claim, corev1.EventTypeNormal, ReasonDisruptionBlocked, "Cannot disrupt NodeClaim: %s", b.Reason)
 	}
 	for node := range c.blocked {
 		if !seen[node] {
@@ -394,6 +405,8 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		}
 		replacements = append(replacements, nc)
 		c.setReplacing(nc.Name, true)
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionLaunching, "Launching NodeClaim: %s", cmd.Reason)
+		c.recorder.Event(nc, corev1.EventTypeNormal, ReasonDisruptionWaitingReadiness, "Waiting on readiness to continue disruption")
 		metrics.NodeClaimsCreated.WithLabelValues(metricReason(cmd.Reason), r.NodePool, "false").Inc()
 		logger.V(1).Info("created a replacement; waiting for it to initialize", "nodeclaim", nc.Name, "nodepool", r.NodePool,
 			"instanceTypes", len(r.InstanceTypes), "timeout", c.opts.ReplacementTimeout)
@@ -413,8 +426,8 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		if err := retryWrite(ctx, func() error { return client.IgnoreNotFound(c.kube.Delete(ctx, cand.Claim)) }); err != nil {
 			return fmt.Errorf("deleting nodeclaim %s: %w", cand.Claim.Name, err)
 		}
-		c.recorder.Eventf(cand.Node.Node, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting Node: %s/%s", cmd.Reason, cmd.Decision())
-		c.recorder.Eventf(cand.Claim, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupting NodeClaim: %s/%s", cmd.Reason, cmd.Decision())
+		c.recorder.Eventf(cand.Node.Node, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting Node: %s/%s", cmd.Reason, cmd.Decision())
+		c.recorder.Eventf(cand.Claim, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting NodeClaim: %s/%s", cmd.Reason, cmd.Decision())
 		metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(cmd.Reason), cand.Pool.NodePool.Name, cand.CapacityType).Inc()
 		logger.V(1).Info("deleted a candidate's nodeclaim; termination drains it", "nodeclaim", cand.Claim.Name, "node", cand.Node.Node.Name)
 	}
@@ -567,4 +580,45 @@ func consolidationType(cmd *disrupt.Command) string {
 		return ""
 	}
 	return string(cmd.Kind)
+}
+
+// Event reasons of disruption, Karpenter's.
+const (
+	// ReasonDisruptionBlocked, on a candidate a check holds back (do-not-disrupt, a
+	// PodDisruptionBudget, the budget, pods that need it, a drift with no place for
+	// its pods), and on a NodePool whose budget allows no disruption for a reason.
+	ReasonDisruptionBlocked = "DisruptionBlocked"
+	// ReasonUnconsolidatable, on a candidate consolidation found no better place for.
+	ReasonUnconsolidatable = "Unconsolidatable"
+	// ReasonDisruptionLaunching and ReasonDisruptionWaitingReadiness, on a
+	// replacement launched for a command.
+	ReasonDisruptionLaunching        = "DisruptionLaunching"
+	ReasonDisruptionWaitingReadiness = "DisruptionWaitingReadiness"
+	// ReasonDisruptionTerminating, on a candidate deleted by a command.
+	ReasonDisruptionTerminating = "DisruptionTerminating"
+)
+
+// reportBudgets makes an event on each NodePool whose budget newly allows no
+// disruption for a reason (once while it lasts), as Karpenter does.
+func (c *Controller) reportBudgets(pools []*scheduling.NodePool, allowed map[string]map[v1.DisruptionReason]int) {
+	for _, p := range pools {
+		np := p.NodePool
+		var zero []string
+		for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
+			if n, ok := allowed[np.Name][r]; ok && n <= 0 {
+				zero = append(zero, string(r))
+			}
+		}
+		key := strings.Join(zero, ",")
+		if c.budgetBlocked[np.Name] == key {
+			continue
+		}
+		before := c.budgetBlocked[np.Name]
+		c.budgetBlocked[np.Name] = key
+		for _, r := range zero {
+			if !slices.Contains(strings.Split(before, ","), r) {
+				c.recorder.Eventf(np, corev1.EventTypeNormal, ReasonDisruptionBlocked, "No allowed disruptions for disruption reason %s due to blocking budget", r)
+			}
+		}
+	}
 }

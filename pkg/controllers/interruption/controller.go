@@ -6,6 +6,7 @@ package interruption
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,8 +90,9 @@ func (c *Controller) Poll(ctx context.Context) error {
 				continue
 			}
 			Received.WithLabelValues(n.Kind).Inc()
+			node := c.nodeOf(ctx, nc)
+			c.event(nc, node, noticeEvent(n))
 			if n.RecordOnly {
-				c.recorder.Eventf(nc, corev1.EventTypeNormal, n.Kind, "The provider notes a risk of interruption; the instance is not taken away")
 				continue
 			}
 			if shortOfCapacity(n, nc) {
@@ -101,7 +103,8 @@ func (c *Controller) Poll(ctx context.Context) error {
 				return err
 			}
 			log.FromContext(ctx).Info("interrupted", "nodeclaim", nc.Name, "kind", n.Kind, "at", n.At)
-			c.recorder.Eventf(nc, corev1.EventTypeWarning, n.Kind, "The provider takes the instance away at %s", n.At.UTC().Format(time.RFC3339))
+			c.event(nc, node, event{corev1.EventTypeWarning, ReasonTerminatingOnInterruption,
+				fmt.Sprintf("Interruption notice %s: deleting the NodeClaim; the provider takes the instance away at %s", n.Kind, n.At.UTC().Format(time.RFC3339))})
 			metrics.NodeClaimsDisrupted.WithLabelValues(metrics.ReasonInterrupted, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
 			woken = true
 		}
@@ -117,4 +120,51 @@ func (c *Controller) Poll(ctx context.Context) error {
 // a stop or a termination of a spot instance says nothing of the spot market.
 func shortOfCapacity(n cloudprovider.Interruption, nc *v1.NodeClaim) bool {
 	return n.Kind == cloudprovider.KindSpotInterruption && nc.Labels[v1.CapacityTypeLabelKey] == v1.CapacityTypeSpot
+}
+
+// ReasonTerminatingOnInterruption is the event reason, Karpenter's, on a claim (and
+// its node) deleted because of an interruption notice.
+const ReasonTerminatingOnInterruption = "TerminatingOnInterruption"
+
+type event struct{ eventtype, reason, message string }
+
+// noticeEvent is the event a notice calls for, under the reason Karpenter's AWS
+// provider gives that kind of notice; a kind it has none for keeps its own name.
+func noticeEvent(n cloudprovider.Interruption) event {
+	switch n.Kind {
+	case cloudprovider.KindSpotInterruption:
+		return event{corev1.EventTypeWarning, "SpotInterrupted", "Spot interruption warning: the instance is reclaimed at " + n.At.UTC().Format(time.RFC3339)}
+	case "RebalanceRecommendation":
+		return event{corev1.EventTypeNormal, "SpotRebalanceRecommendation", "Spot rebalance recommendation: a higher risk of interruption; the instance is not taken away"}
+	case "ScheduledChange":
+		return event{corev1.EventTypeWarning, "InstanceUnhealthy", "Scheduled change (maintenance) for the instance at " + n.At.UTC().Format(time.RFC3339)}
+	case "InstanceStopped":
+		return event{corev1.EventTypeWarning, "InstanceStopping", "The instance is stopping"}
+	case "InstanceTerminated":
+		return event{corev1.EventTypeWarning, "InstanceTerminating", "The instance is terminating"}
+	}
+	if n.RecordOnly {
+		return event{corev1.EventTypeNormal, n.Kind, "The provider notes a risk of interruption; the instance is not taken away"}
+	}
+	return event{corev1.EventTypeWarning, n.Kind, "The provider takes the instance away at " + n.At.UTC().Format(time.RFC3339)}
+}
+
+// event records e on the claim and, if it has one, its node.
+func (c *Controller) event(nc *v1.NodeClaim, node *corev1.Node, e event) {
+	c.recorder.Event(nc, e.eventtype, e.reason, e.message)
+	if node != nil {
+		c.recorder.Event(node, e.eventtype, e.reason, e.message)
+	}
+}
+
+// nodeOf is the claim's node from the cache, or nil.
+func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim) *corev1.Node {
+	if nc.Status.NodeName == "" {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
+		return nil
+	}
+	return node
 }

@@ -32,3 +32,20 @@ func TestShortOfCapacity(t *testing.T) {
 		}
 	}
 }
+
+// Notices are recorded under the event reasons Karpenter's AWS provider uses.
+func TestNoticeEventReasons(t *testing.T) {
+	for kind, want := range map[string]string{
+		cloudprovider.KindSpotInterruption: "Warning SpotInterrupted",
+		"RebalanceRecommendation":          "Normal SpotRebalanceRecommendation",
+		"ScheduledChange":                  "Warning InstanceUnhealthy",
+		"InstanceStopped":                  "Warning InstanceStopping",
+		"InstanceTerminated":               "Warning InstanceTerminating",
+		"CapacityBlockExpiring":            "Warning CapacityBlockExpiring",
+	} {
+		e := noticeEvent(cloudprovider.Interruption{Kind: kind, RecordOnly: kind == "RebalanceRecommendation"})
+		if got := e.eventtype + " " + e.reason; got != want {
+			t.Errorf("%s: event %q, want %q", kind, got, want)
+		}
+	}
+}

@@ -334,6 +334,9 @@ func (c *Controller) drainNode(ctx context.Context, node *corev1.Node, until *ti
 			return drainRetry, client.IgnoreNotFound(err)
 		}
 		log.FromContext(ctx).V(1).Info("tainted a node for termination", "node", node.Name, "deadline", until)
+		if until != nil {
+			c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonTerminationGracePeriodExpiring, "All pods will be deleted by %s", until.UTC().Format(time.RFC3339))
+		}
 	}
 	tainted := c.tainted.seen(node.UID, now)
 	expired := until != nil && !now.Before(*until)
@@ -408,7 +411,7 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Drain, n
 		"waiting", len(plan.Waiting), "why", plan.Why)
 	for _, p := range plan.Evict {
 		if c.backoff.due(p.UID, now) {
-			c.evict(ctx, p, now, reason)
+			c.evict(ctx, node, p, now, reason)
 		}
 	}
 	for _, p := range plan.Delete {
@@ -416,7 +419,8 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Drain, n
 		if err := c.kube.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting pod %s/%s from node %s: %w", p.Namespace, p.Name, node.Name, err)
 		}
-		c.recorder.Eventf(p, corev1.EventTypeWarning, "Deleted", "Node %s reached its terminationGracePeriod", node.Name)
+		c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonDisrupted, "Deleted at once: node %s reached its terminationGracePeriod; its PodDisruptionBudget and %s are bypassed",
+			node.Name, v1.DoNotDisruptAnnotationKey)
 	}
 	for _, p := range plan.Early {
 		// Its own grace period would outlast the node's: it goes now, with what
@@ -425,12 +429,14 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, plan Drain, n
 		if err := c.kube.Delete(ctx, p, client.GracePeriodSeconds(grace)); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting pod %s/%s from node %s: %w", p.Namespace, p.Name, node.Name, err)
 		}
-		c.recorder.Eventf(p, corev1.EventTypeWarning, "Deleted",
-			"Deleted with %ds left before node %s reaches its terminationGracePeriod", grace, node.Name)
+		c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonDisrupted,
+			"Deleted with a grace period of %ds, the time left before node %s reaches its terminationGracePeriod; its PodDisruptionBudget and %s are bypassed",
+			grace, node.Name, v1.DoNotDisruptAnnotationKey)
 	}
 	if len(plan.Waiting) > 0 {
 		p := plan.Waiting[0]
-		c.recorder.Eventf(node, corev1.EventTypeNormal, "DrainBlocked", "Waiting on pod %s/%s (%s)", p.Namespace, p.Name, plan.Why)
+		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonFailedDraining, "Failed to drain node: %d pods are waiting to be evicted, first %s/%s (%s)",
+			len(plan.Waiting), p.Namespace, p.Name, plan.Why)
 	}
 	return nil
 }
@@ -551,12 +557,13 @@ func (c *Controller) removeFinalizer(ctx context.Context, o client.Object) error
 	return client.IgnoreNotFound(c.kube.Patch(ctx, o, patch))
 }
 
-func (c *Controller) evict(ctx context.Context, p *corev1.Pod, now time.Time, reason string) {
+func (c *Controller) evict(ctx context.Context, node *corev1.Node, p *corev1.Pod, now time.Time, reason string) {
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	err := c.kube.SubResource("eviction").Create(ctx, p, eviction)
 	evictionRequested(err)
 	if err == nil {
 		PodsDrained.WithLabelValues(reason).Inc()
+		c.recorder.Eventf(p, corev1.EventTypeNormal, ReasonEvicted, "Evicted pod: %s", evictedBecause(reason))
 	}
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
@@ -564,9 +571,32 @@ func (c *Controller) evict(ctx context.Context, p *corev1.Pod, now time.Time, re
 	case apierrors.IsTooManyRequests(err):
 		// A PodDisruptionBudget said no: ask again after a backoff.
 		next := c.backoff.refused(p.UID, now)
-		c.recorder.Eventf(p, corev1.EventTypeWarning, "FailedEviction", "Eviction refused (PodDisruptionBudget), retrying in %s: %v",
-			next.Sub(now).Round(time.Second), err)
+		c.recorder.Eventf(node, corev1.EventTypeWarning, ReasonFailedDraining, "Failed to drain node: evicting pod %s/%s violates a PodDisruptionBudget, retrying in %s: %v",
+			p.Namespace, p.Name, next.Sub(now).Round(time.Second), err)
 	default:
 		log.FromContext(ctx).Error(err, "evicting", "pod", client.ObjectKeyFromObject(p))
 	}
+}
+
+// Event reasons, Karpenter's.
+const (
+	// ReasonEvicted, on a pod the drain evicted.
+	ReasonEvicted = "Evicted"
+	// ReasonDisrupted, on a pod deleted past its PodDisruptionBudget because its
+	// node's terminationGracePeriod runs out.
+	ReasonDisrupted = "Disrupted"
+	// ReasonFailedDraining, on a node whose drain waits: pods not evictable yet
+	// (do-not-disrupt, terminating) or an eviction a PodDisruptionBudget refused.
+	ReasonFailedDraining = "FailedDraining"
+	// ReasonTerminationGracePeriodExpiring, on a node whose drain has a deadline.
+	ReasonTerminationGracePeriodExpiring = "TerminationGracePeriodExpiring"
+)
+
+// evictedBecause is why a pod was evicted, as the event says it: its node's
+// disruption reason, if recorded.
+func evictedBecause(reason string) string {
+	if reason == "" {
+		return "the node is being terminated"
+	}
+	return reason
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -29,13 +30,40 @@ func gauge(name, help string, labels ...string) *family {
 }
 
 // nodeLabels are the labels of Karpenter's per-node gauges: the well-known node
-// labels (their names after the last '/', snake case), the node's name and phase.
-var nodeLabels = []string{"arch", "capacity_type", "instance_type", "node_name", "nodepool", "os", "phase", "region", "windows_build", "zone"}
+// labels (their names after the last '/', snake case), Karpenter's and those its
+// AWS provider adds (always there, empty on other clouds: Prometheus drops an
+// empty label), the node's name and phase, and whether Tailor manages the node.
+var nodeLabels, nodeLabelKeys = nodeLabelSet()
 
-// nodeLabelKeys are the node labels behind nodeLabels, in the same order ("" for
-// node_name and phase, which are not labels).
-var nodeLabelKeys = []string{v1.LabelArch, v1.CapacityTypeLabelKey, v1.LabelInstanceType, "", v1.NodePoolLabelKey, v1.LabelOS, "",
-	v1.LabelRegion, corev1.LabelWindowsBuild, v1.LabelZone}
+// Not labels of the node: its name, phase and whether it is managed.
+const (
+	nodeNameLabel = "node_name"
+	phaseLabel    = "phase"
+	managedLabel  = "managed"
+)
+
+func nodeLabelSet() (names, keys []string) {
+	const aws = "karpenter.k8s.aws/"
+	wellKnown := []string{v1.LabelArch, v1.CapacityTypeLabelKey, v1.LabelInstanceType, v1.NodePoolLabelKey, v1.LabelOS,
+		v1.LabelRegion, corev1.LabelWindowsBuild, v1.LabelZone, "topology.k8s.aws/zone-id",
+		aws + "capacity-reservation-id", aws + "capacity-reservation-type", aws + "instance-hypervisor",
+		aws + "instance-encryption-in-transit-supported", aws + "instance-category", aws + "instance-capability-flex",
+		aws + "instance-family", aws + "instance-generation", aws + "instance-size", aws + "instance-local-nvme",
+		aws + "instance-cpu", aws + "instance-cpu-manufacturer", aws + "instance-cpu-sustained-clock-speed-mhz",
+		aws + "instance-memory", aws + "instance-ebs-bandwidth", aws + "instance-network-bandwidth",
+		aws + "instance-gpu-name", aws + "instance-gpu-manufacturer", aws + "instance-gpu-count", aws + "instance-gpu-memory",
+		aws + "instance-accelerator-name", aws + "instance-accelerator-manufacturer", aws + "instance-accelerator-count"}
+	byName := map[string]string{nodeNameLabel: "", phaseLabel: "", managedLabel: ""}
+	for _, key := range wellKnown {
+		name := key[strings.LastIndex(key, "/")+1:]
+		byName[strings.ReplaceAll(strings.ToLower(name), "-", "_")] = key
+	}
+	names = slices.Sorted(maps.Keys(byName))
+	for _, n := range names {
+		keys = append(keys, byName[n])
+	}
+	return names, keys
+}
 
 var withResource = append(slices.Clone(nodeLabels), "resource_type")
 
@@ -65,8 +93,25 @@ var (
 	famMemory    = gauge("karpenter_cloudprovider_instance_type_memory_bytes", "Memory, in bytes, for a given instance type.", "instance_type")
 )
 
+// The status-condition families of Karpenter's operator library, per kind: one
+// series per object and condition, from the informer cache at each scrape.
+var (
+	conditionLabels   = []string{"group", "namespace", "name", "type", "status", "reason"}
+	terminationLabels = []string{"group", "namespace", "name"}
+	famClaimCondCount = gauge("operator_nodeclaim_status_condition_count", "The number of a condition for a given object, type and status.", conditionLabels...)
+	famClaimCondAge   = gauge("operator_nodeclaim_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", conditionLabels...)
+	famClaimTerm      = gauge("operator_nodeclaim_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", terminationLabels...)
+	famPoolCondCount  = gauge("operator_nodepool_status_condition_count", "The number of a condition for a given object, type and status.", conditionLabels...)
+	famPoolCondAge    = gauge("operator_nodepool_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", conditionLabels...)
+	famPoolTerm       = gauge("operator_nodepool_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", terminationLabels...)
+	famNodeCondCount  = gauge("operator_node_status_condition_count", "The number of a condition for a given object, type and status.", conditionLabels...)
+	famNodeCondAge    = gauge("operator_node_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", conditionLabels...)
+	famNodeTerm       = gauge("operator_node_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", terminationLabels...)
+)
+
 var clusterFamilies = []*family{famPending, famPrice, famUsage, famLimit, famAlloc, famPodReq, famPodLim, famDSReq, famDSLim,
-	famOverhead, famLifetime, famUtil, famPodState, famNodeCount, famSynced, famUnsynced, famPrice1, famAvail, famCPU, famMemory}
+	famOverhead, famLifetime, famUtil, famPodState, famNodeCount, famSynced, famUnsynced, famPrice1, famAvail, famCPU, famMemory,
+	famClaimCondCount, famClaimCondAge, famClaimTerm, famPoolCondCount, famPoolCondAge, famPoolTerm, famNodeCondCount, famNodeCondAge, famNodeTerm}
 
 // podInfo is what the metrics need of a pod.
 type podInfo struct {
@@ -159,6 +204,35 @@ func clusterMetrics(in clusterView) []sample {
 		}
 	}
 	add(famPrice, price)
+
+	// Status conditions and termination, per object, as Karpenter's operator library
+	// reports them.
+	conditions := func(count, age, term *family, group string, o metav1.Object, conds []metav1.Condition) {
+		for _, c := range conds {
+			labels := []string{group, o.GetNamespace(), o.GetName(), c.Type, string(c.Status), c.Reason}
+			add(count, 1, labels...)
+			add(age, in.Now.Sub(c.LastTransitionTime.Time).Seconds(), labels...)
+		}
+		if d := o.GetDeletionTimestamp(); d != nil {
+			add(term, in.Now.Sub(d.Time).Seconds(), group, o.GetNamespace(), o.GetName())
+		}
+	}
+	for i := range pools {
+		conditions(famPoolCondCount, famPoolCondAge, famPoolTerm, v1.Group, &pools[i], pools[i].Status.Conditions)
+	}
+	claims := slices.Clone(in.Claims)
+	slices.SortFunc(claims, func(a, b v1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
+	for i := range claims {
+		conditions(famClaimCondCount, famClaimCondAge, famClaimTerm, v1.Group, &claims[i], claims[i].Status.Conditions)
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		conds := make([]metav1.Condition, 0, len(n.Status.Conditions))
+		for _, c := range n.Status.Conditions {
+			conds = append(conds, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
+		}
+		conditions(famNodeCondCount, famNodeCondAge, famNodeTerm, "", n, conds)
+	}
 
 	// Per node: what its pods ask for, and the node's own numbers.
 	byNode := make(map[string]*nodeSums, len(nodes))
@@ -266,10 +340,14 @@ func nodeLabelValues(n *corev1.Node) []string {
 	out := make([]string, len(nodeLabels))
 	for i, key := range nodeLabelKeys {
 		switch nodeLabels[i] {
-		case "node_name":
+		case nodeNameLabel:
 			out[i] = n.Name
-		case "phase":
+		case phaseLabel:
 			out[i] = string(n.Status.Phase)
+		case managedLabel:
+			// A node of a NodePool, as karpenter_pods_state's managed says.
+			_, managed := n.Labels[v1.NodePoolLabelKey]
+			out[i] = metrics.Bool(managed)
 		default:
 			out[i] = n.Labels[key]
 		}

@@ -13,9 +13,17 @@ import (
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 )
 
-// node and withResourceType are the label sets of Karpenter's per-node gauges.
+// node and withResourceType are the label sets of Karpenter's per-node gauges:
+// Karpenter v1.14's own well-known labels, those its AWS provider adds, the node's
+// name and phase, and managed.
 var (
-	node             = []string{"arch", "capacity_type", "instance_type", "node_name", "nodepool", "os", "phase", "region", "windows_build", "zone"}
+	node = []string{"arch", "capacity_reservation_id", "capacity_reservation_type", "capacity_type",
+		"instance_accelerator_count", "instance_accelerator_manufacturer", "instance_accelerator_name", "instance_capability_flex",
+		"instance_category", "instance_cpu", "instance_cpu_manufacturer", "instance_cpu_sustained_clock_speed_mhz",
+		"instance_ebs_bandwidth", "instance_encryption_in_transit_supported", "instance_family", "instance_generation",
+		"instance_gpu_count", "instance_gpu_manufacturer", "instance_gpu_memory", "instance_gpu_name", "instance_hypervisor",
+		"instance_local_nvme", "instance_memory", "instance_network_bandwidth", "instance_size", "instance_type",
+		"managed", "node_name", "nodepool", "os", "phase", "region", "windows_build", "zone", "zone_id"}
 	withResourceType = append(slices.Clone(node), "resource_type")
 )
 
@@ -83,6 +91,16 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_cloudprovider_instance_type_offering_available":      {"instance_type", "capacity_type", "zone"},
 	"karpenter_cloudprovider_instance_type_cpu_cores":               {"instance_type"},
 	"karpenter_cloudprovider_instance_type_memory_bytes":            {"instance_type"},
+
+	"operator_nodeclaim_status_condition_count":                  {"group", "namespace", "name", "type", "status", "reason"},
+	"operator_nodeclaim_status_condition_current_status_seconds": {"group", "namespace", "name", "type", "status", "reason"},
+	"operator_nodeclaim_termination_current_time_seconds":        {"group", "namespace", "name"},
+	"operator_nodepool_status_condition_count":                   {"group", "namespace", "name", "type", "status", "reason"},
+	"operator_nodepool_status_condition_current_status_seconds":  {"group", "namespace", "name", "type", "status", "reason"},
+	"operator_nodepool_termination_current_time_seconds":         {"group", "namespace", "name"},
+	"operator_node_status_condition_count":                       {"group", "namespace", "name", "type", "status", "reason"},
+	"operator_node_status_condition_current_status_seconds":      {"group", "namespace", "name", "type", "status", "reason"},
+	"operator_node_termination_current_time_seconds":             {"group", "namespace", "name"},
 }
 
 // tailorMetrics are Tailor's own families, for what Karpenter has no metric.
@@ -135,15 +153,16 @@ func registeredMetrics(t *testing.T) map[string][]string {
 }
 
 // Every family Tailor registers is in the list under Karpenter's name and label
-// names (or is one of Tailor's own, prefixed tailor_), and every listed family is
-// registered.
+// names (karpenter_, or operator_ for its operator library's status-condition
+// families; or is one of Tailor's own, prefixed tailor_), and every listed family
+// is registered.
 func TestMetricNamesAndLabels(t *testing.T) {
 	want := maps.Clone(karpenterMetrics)
 	maps.Copy(want, tailorMetrics)
 	got := registeredMetrics(t)
 	for name := range got {
-		if !strings.HasPrefix(name, "karpenter_") && !strings.HasPrefix(name, "tailor_") {
-			t.Errorf("%s is neither a Karpenter name nor prefixed tailor_", name)
+		if !strings.HasPrefix(name, "karpenter_") && !strings.HasPrefix(name, "operator_") && !strings.HasPrefix(name, "tailor_") {
+			t.Errorf("%s is neither a Karpenter name (karpenter_, operator_) nor prefixed tailor_", name)
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -231,7 +231,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	// A batch's nodes register smallest first (see nodeclaim.ReleaseOrder).
 	release := nodeclaim.NewReleaseOrder(clk)
 	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, pacedEvents, clk,
-		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling}).OrderReleases(release)
+		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling}).OrderReleases(release).ReadEventsWith(mgr.GetAPIReader())
 
 	opts.Disruption.SpotToSpotConsolidation = opts.FeatureGates.SpotToSpotConsolidation
 	opts.Disruption.Scheduling = opts.Scheduling

@@ -38,9 +38,8 @@ func (s *solver) addToDemand(c *podClass, n int64) {
 	if c.invalid != "" {
 		return
 	}
-	loosest := c.levels[len(c.levels)-1] // what the pod requires, and no more
 	for _, ps := range s.pools {
-		if fit := s.poolFit(loosest, ps); fit.reason == "" && !math.IsInf(fit.price, 1) {
+		if s.holds(ps, c) {
 			if ps.demandN == 0 {
 				ps.uniform, ps.firstReq = true, c.req
 			} else if ps.uniform && !ps.firstReq.Equal(&c.req, s.n) {
@@ -267,4 +266,30 @@ func (s *solver) reservation(options []*typeInfo) Resources {
 		return Resources{}
 	}
 	return options[0].capacity
+}
+
+// FitNewNodes reports, for each pod, whether a new node could take it alone: some
+// instance type of some NodePool of in holds its requests beside the DaemonSets
+// that would run there, and admits its required node affinity, volumes' zones and
+// tolerations. Limits, topology and the pods and nodes of in are not looked at.
+// A pod that fits no new node gets none, so copies of it that a workload has still
+// to make would get none either.
+func FitNewNodes(in *Input, pods []*corev1.Pod) []bool {
+	s := newSolver(&Input{Pods: pods, NodePools: in.NodePools, DaemonSets: in.DaemonSets, Namespaces: in.Namespaces,
+		PersistentVolumeClaims: in.PersistentVolumeClaims, PersistentVolumes: in.PersistentVolumes, StorageClasses: in.StorageClasses}, Options{})
+	out := make([]bool, len(s.pods))
+	for i, p := range s.pods {
+		if p.class.invalid != "" {
+			continue
+		}
+		out[i] = slices.ContainsFunc(s.pools, func(ps *poolState) bool { return s.holds(ps, p.class) })
+	}
+	return out
+}
+
+// holds reports whether some instance type of the pool holds a pod of class c on a
+// new node, as far as what the pod requires goes (its loosest level).
+func (s *solver) holds(ps *poolState, c *podClass) bool {
+	fit := s.poolFit(c.levels[len(c.levels)-1], ps)
+	return fit.reason == "" && !math.IsInf(fit.price, 1)
 }

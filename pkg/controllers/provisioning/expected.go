@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,11 +31,14 @@ import (
 
 // +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
 
-// OwnerKinds are the owners whose replicas are expected: start their informers with
-// the controller, so the first batch does not wait for their lists.
+// OwnerKinds are the owners whose replicas are expected, and the ResourceQuotas
+// that may leave no room for them: start their informers with the controller, so
+// the first batch does not wait for their lists.
 func OwnerKinds() []client.Object {
-	return []client.Object{&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &batchv1.Job{}}
+	return []client.Object{&appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &batchv1.Job{}, &corev1.ResourceQuota{}}
 }
 
 // maxExpected bounds the copies added to one batch, so that an owner asking for a
@@ -48,10 +53,23 @@ const expectedPrefix = "~expected-"
 // expectedPods returns the pods the owners of pending still have to make: for
 // each controlling owner of a pending pod, want[owner] less have[owner] copies of
 // its first pending pod that has no volume claim of its own (a copy would share
-// it). At most limit in all.
-func expectedPods(pending []*corev1.Pod, want map[types.UID]int32, have map[types.UID]int, limit int) []*corev1.Pod {
+// it), and that fits a new node (fits, nil for all: copies of a pod that fits no
+// instance type would fit none either, and only cost the solve). At most limit
+// in all.
+func expectedPods(pending []*corev1.Pod, want map[types.UID]int32, have map[types.UID]int, limit int, fits func([]*corev1.Pod) []bool) []*corev1.Pod {
+	owners := byOwner(pending, func(p *corev1.Pod) bool { return !ownClaims(p) })
+	owners = slices.DeleteFunc(owners, func(o *ownerPods) bool { return int(want[o.uid]) <= have[o.uid] })
+	if fits != nil && len(owners) > 0 {
+		firsts := make([]*corev1.Pod, len(owners))
+		for i, o := range owners {
+			firsts[i] = o.first
+		}
+		ok := fits(firsts)
+		i := 0
+		owners = slices.DeleteFunc(owners, func(*ownerPods) bool { i++; return !ok[i-1] })
+	}
 	var out []*corev1.Pod
-	for _, o := range byOwner(pending, func(p *corev1.Pod) bool { return !ownClaims(p) }) {
+	for _, o := range owners {
 		for i := range min(int(want[o.uid])-have[o.uid], limit-len(out)) {
 			out = append(out, expectedCopy(o.first, i))
 		}
@@ -156,6 +174,12 @@ func replicasWanted(obj client.Object) (int32, bool) {
 		}
 		return ptrOr(o.Spec.Replicas, 1), true
 	case *appsv1.StatefulSet:
+		if o.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+			// OrderedReady (the default) makes pod n+1 only once pod n runs and
+			// is Ready (the controller's monotonic mode): while one is pending,
+			// none other comes, so it wants none beyond those it has.
+			return 0, true
+		}
 		return ptrOr(o.Spec.Replicas, 1), true
 	case *batchv1.Job:
 		if ptrOr(o.Spec.Suspend, false) {
@@ -183,10 +207,17 @@ func ptrOr[T any](p *T, def T) T {
 	return *p
 }
 
-// wanted reads the owners of the pending pods: how many live pods each wants.
+// wanted reads the owners of the pending pods: how many live pods each wants, of
+// which those beyond the have it has only as many as can come (see canCome).
 // An owner it cannot read (gone, or not a kind it knows) is left out.
-func (p *Provisioner) wanted(ctx context.Context, pending []*corev1.Pod) map[types.UID]int32 {
+func (p *Provisioner) wanted(ctx context.Context, pending []*corev1.Pod, have map[types.UID]int) map[types.UID]int32 {
 	out := map[types.UID]int32{}
+	newest := map[types.UID]time.Time{}
+	for _, pod := range pending {
+		if owner := metav1.GetControllerOf(pod); owner != nil && pod.CreationTimestamp.After(newest[owner.UID]) {
+			newest[owner.UID] = pod.CreationTimestamp.Time
+		}
+	}
 	seen := map[types.UID]bool{}
 	for _, pod := range pending {
 		owner := metav1.GetControllerOf(pod)
@@ -212,11 +243,48 @@ func (p *Provisioner) wanted(ctx context.Context, pending []*corev1.Pod) map[typ
 		if obj.GetUID() != owner.UID {
 			continue // a namesake made since
 		}
-		if n, ok := replicasWanted(obj); ok {
-			out[owner.UID] = n
+		n, ok := replicasWanted(obj)
+		if !ok {
+			continue
 		}
+		if more := int(n) - have[owner.UID]; more > 0 {
+			n = int32(have[owner.UID] + p.canCome(ctx, obj, pod, newest[owner.UID], more))
+		}
+		out[owner.UID] = n
 	}
 	return out
+}
+
+// canCome is how many of the more pods like pod that owner has still to make can
+// come now: none while its controller's creates fail (a Job's or StatefulSet's
+// FailedCreate event after its newest pod, see creationFailing; a ReplicaSet says
+// so in its ReplicaFailure condition, see replicasWanted), and no more than the
+// namespace's ResourceQuotas have room for. What it cannot read it takes as no
+// obstacle.
+func (p *Provisioner) canCome(ctx context.Context, owner client.Object, pod *corev1.Pod, newest time.Time, more int) int {
+	logger := log.FromContext(ctx).V(1)
+	if _, isRS := owner.(*appsv1.ReplicaSet); !isRS && p.events != nil {
+		var failed corev1.EventList
+		sel := fields.SelectorFromSet(fields.Set{"involvedObject.uid": string(owner.GetUID()), "reason": failedCreateReason})
+		if err := p.events.List(ctx, &failed, client.InNamespace(owner.GetNamespace()), client.MatchingFieldsSelector{Selector: sel}); err != nil {
+			logger.Info("not reading a pending pod's owner's events", "owner", owner.GetName(), "error", err.Error())
+		} else if creationFailing(failed.Items, newest) {
+			return 0
+		}
+	}
+	var quotas corev1.ResourceQuotaList
+	if err := p.kube.List(ctx, &quotas, client.InNamespace(pod.Namespace)); err != nil {
+		logger.Info("not reading the namespace's resource quotas", "namespace", pod.Namespace, "error", err.Error())
+		return more
+	}
+	list := make([]*corev1.ResourceQuota, len(quotas.Items))
+	for i := range quotas.Items {
+		list[i] = &quotas.Items[i]
+	}
+	if room, ok := quotaRoom(list, pod); ok && room < int64(more) {
+		return int(room)
+	}
+	return more
 }
 
 // withoutExpected drops what the plan holds for expected pods: their bindings and

@@ -44,7 +44,7 @@ func TestExpectedPods(t *testing.T) {
 	}
 	want := map[k8stypes.UID]int32{"web": 5, "done": 3, "db": 3}
 	have := map[k8stypes.UID]int{"web": 2, "done": 3, "db": 1}
-	got := expectedPods(pending, want, have, 100)
+	got := expectedPods(pending, want, have, 100, nil)
 	if len(got) != 3 {
 		t.Fatalf("%d expected pods %v, want web's 3 missing (done has all its pods; db's pods have claims of their own)", len(got), names(got))
 	}
@@ -63,10 +63,10 @@ func TestExpectedPods(t *testing.T) {
 	if !(got[0].Name > "web-zzzz-99999") {
 		t.Errorf("%s sorts before a real pod's name", got[0].Name)
 	}
-	if n := len(expectedPods(pending, want, have, 2)); n != 2 {
+	if n := len(expectedPods(pending, want, have, 2, nil)); n != 2 {
 		t.Errorf("%d expected pods, want the limit, 2", n)
 	}
-	if n := len(expectedPods(pending, map[k8stypes.UID]int32{"web": 1}, have, 100)); n != 0 {
+	if n := len(expectedPods(pending, map[k8stypes.UID]int32{"web": 1}, have, 100, nil)); n != 0 {
 		t.Errorf("%d expected pods of an owner that has more than it wants", n)
 	}
 }
@@ -93,7 +93,9 @@ func TestReplicasWanted(t *testing.T) {
 		{"replicaset", &appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Replicas: ptr[int32](5)}}, 5, true},
 		{"replicaset failing to make pods", failing, 0, false},
 		{"replicaset being deleted", deleting, 0, false},
-		{"statefulset, replicas defaulted", &appsv1.StatefulSet{}, 1, true},
+		{"parallel statefulset, replicas defaulted", &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{PodManagementPolicy: appsv1.ParallelPodManagement}}, 1, true},
+		// OrderedReady makes the next pod only once the last runs and is Ready.
+		{"orderedready statefulset", &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr[int32](40)}}, 0, true},
 		{"job runs parallelism at once", job(ptr[int32](4), nil, 0, nil), 4, true},
 		{"job near its completions", job(ptr[int32](4), ptr[int32](6), 3, nil), 3, true},
 		{"suspended job", job(ptr[int32](4), nil, 0, func(j *batchv1.Job) { j.Spec.Suspend = ptr(true) }), 0, false},
@@ -116,7 +118,7 @@ func TestPlanWithExpected(t *testing.T) {
 	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: schedtest.SyntheticTypes(20)}},
 		Pods: []*corev1.Pod{ownedBy(pod("web-a", "1"), "ReplicaSet", "web"), ownedBy(pod("web-b", "1"), "ReplicaSet", "web")}}
-	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"web": 10}, map[k8stypes.UID]int{"web": 2}, maxExpected)
+	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"web": 10}, map[k8stypes.UID]int{"web": 2}, maxExpected, nil)
 	used, plan, _, n, err := planWithExpected(in, in, expected, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +150,7 @@ func TestPlanWithExpectedYieldsToRealPods(t *testing.T) {
 	pool.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("6")}
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: schedtest.SyntheticTypes(6)}},
 		Pods: []*corev1.Pod{ownedBy(pod("big-a", "2"), "ReplicaSet", "big"), pod("small-a", "1"), pod("small-b", "1"), pod("small-c", "1")}}
-	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"big": 10}, map[k8stypes.UID]int{"big": 1}, maxExpected)
+	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"big": 10}, map[k8stypes.UID]int{"big": 1}, maxExpected, nil)
 	_, plan, _, n, err := planWithExpected(in, in, expected, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)

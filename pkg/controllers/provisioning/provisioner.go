@@ -95,6 +95,16 @@ type Provisioner struct {
 	// release records each batch's claims in the order their nodes are to
 	// register (see nodeclaim.ReleaseOrder); nil records nothing.
 	release *nodeclaim.ReleaseOrder
+	// events reads the FailedCreate events of pending pods' owners (see
+	// canCome); nil reads none.
+	events client.Reader
+}
+
+// ReadEventsWith has the provisioner read owners' events through r: an uncached
+// reader, so that no informer holds every event of the cluster.
+func (p *Provisioner) ReadEventsWith(r client.Reader) *Provisioner {
+	p.events = r
+	return p
 }
 
 // OrderReleases has the provisioner record its batches in o.
@@ -277,8 +287,9 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	round := strconv.FormatUint(p.rounds, 10)
 	QueueDepth.WithLabelValues(ControllerName, round).Set(float64(len(snap.Input.Pods)))
 	done := UnfinishedWork.start(ControllerName, round)
-	want := p.wanted(ctx, snap.Input.Pods)
-	expected := expectedPods(snap.Input.Pods, want, snap.Owned, maxExpected)
+	want := p.wanted(ctx, snap.Input.Pods, snap.Owned)
+	expected := expectedPods(snap.Input.Pods, want, snap.Owned, maxExpected,
+		func(pods []*corev1.Pod) []bool { return scheduling.FitNewNodes(snap.Input, pods) })
 	workloads := func(pods []*corev1.Pod) []scheduling.Demand {
 		return madeDemand(pods, want, snap.Owned, p.planned, maxExpected)
 	}

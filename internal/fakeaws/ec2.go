@@ -84,6 +84,10 @@ type instance struct {
 	FleetContext string
 	// IPv4Prefixes is how many IPv4 prefixes its primary network interface holds.
 	IPv4Prefixes int
+	// PlacementGroupID and PlacementGroupName are its placement group, Partition
+	// its partition in a partition group (from 1).
+	PlacementGroupID, PlacementGroupName string
+	Partition                            int
 
 	State       string
 	StateAt     time.Time // when State began
@@ -127,6 +131,10 @@ type Instance struct {
 	FleetContext string
 	// IPv4Prefixes is how many IPv4 prefixes its primary network interface holds.
 	IPv4Prefixes int
+	// PlacementGroupID is its placement group, Partition its partition (from 1) in
+	// a partition group.
+	PlacementGroupID string
+	Partition        int
 }
 
 // ProviderID is the Kubernetes provider ID of the instance's node.
@@ -137,7 +145,7 @@ func (s *Server) snapshotLocked(i *instance) Instance {
 		ID: i.ID, Type: i.Type, Zone: i.Zone, SubnetID: i.SubnetID, ImageID: i.ImageID, CapacityType: i.CapacityType,
 		State: i.State, PrivateIP: i.PrivateIP, PrivateDNSName: i.privateDNSName(s.opts.Region), LaunchTime: i.LaunchedAt,
 		Tags: cloneTags(i.Tags), UserData: i.UserData, CapacityReservationID: i.Reservation,
-		FleetContext: i.FleetContext, IPv4Prefixes: i.IPv4Prefixes,
+		FleetContext: i.FleetContext, IPv4Prefixes: i.IPv4Prefixes, PlacementGroupID: i.PlacementGroupID, Partition: i.Partition,
 	}
 }
 
@@ -277,6 +285,7 @@ var ec2Handlers = map[string]ec2Handler{
 	"DescribeCapacityReservations":  (*Server).describeCapacityReservations,
 	"CreateLaunchTemplate":          (*Server).createLaunchTemplate,
 	"DescribeLaunchTemplates":       (*Server).describeLaunchTemplates,
+	"DescribePlacementGroups":       (*Server).describePlacementGroups,
 	"DeleteLaunchTemplate":          (*Server).deleteLaunchTemplate,
 	"CreateFleet":                   (*Server).createFleet,
 	"DescribeInstances":             (*Server).describeInstances,

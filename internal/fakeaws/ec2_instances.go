@@ -183,6 +183,11 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 				p.typ.Name, p.subnet.Zone, p.typ.Name, strings.Join(slices.DeleteFunc(slices.Clone(p.typ.Zones), func(z string) bool { return z == p.subnet.Zone }), ", "))
 			continue
 		}
+		group, partition, code, msg := s.placeLocked(p.template, p.typ, p.subnet.Zone)
+		if code != "" {
+			fail(p, code, "%s", msg)
+			continue
+		}
 		n := left
 		var res *CapacityReservation
 		if capacityType == "capacity-block" && p.template.ReservationID == "" {
@@ -205,6 +210,9 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 		for range n {
 			i := s.launchLocked(p, capacityType, reservationID, resp.FleetID, token, specs["instance"])
 			i.FleetContext = fleetContext
+			if group != nil {
+				i.PlacementGroupID, i.PlacementGroupName, i.Partition = group.ID, group.Name, partition
+			}
 			if res != nil {
 				i.Reservation = res.ID
 			}
@@ -413,7 +421,8 @@ func (s *Server) instanceView(i *instance) xmlInstance {
 	x := xmlInstance{
 		InstanceID: i.ID, ImageID: i.ImageID, InstanceState: xmlInstanceState{Code: stateCodes[i.State], Name: i.State},
 		PrivateDNSName: i.privateDNSName(s.opts.Region), InstanceType: i.Type, LaunchTime: xmlTime(i.LaunchedAt),
-		Placement:  xmlPlacement{AvailabilityZone: i.Zone, AvailabilityZoneID: s.inv.zoneID(i.Zone), Tenancy: "default"},
+		Placement: xmlPlacement{AvailabilityZone: i.Zone, AvailabilityZoneID: s.inv.zoneID(i.Zone), Tenancy: "default",
+			GroupName: i.PlacementGroupName, GroupID: i.PlacementGroupID, PartitionNumber: i.Partition},
 		Monitoring: "disabled", SubnetID: i.SubnetID, VpcID: i.VPCID, PrivateIPAddress: i.PrivateIP, IPAddress: i.PublicIP,
 		SourceDestCheck: true, StateReason: i.StateReason, Architecture: i.Architecture, RootDeviceType: "ebs",
 		RootDeviceName: "/dev/xvda", SpotInstanceRequestID: i.SpotRequestID, VirtualizationType: "hvm",

@@ -38,6 +38,10 @@ type launchTemplate struct {
 	HopLimit        int32
 	ReservationID   string
 	AssociatePublic bool
+	// PlacementGroupID or PlacementGroupName is the template's placement group,
+	// PartitionNumber the partition it asks for (0: EC2 picks).
+	PlacementGroupID, PlacementGroupName string
+	PartitionNumber                      int
 	// TopLevelGroups says the groups came as SecurityGroupId, beside the interfaces.
 	TopLevelGroups bool
 	// Interfaces are the NetworkInterface.N members, by device index order given.
@@ -220,6 +224,17 @@ func (s *Server) readTemplateData(q *queryParams, lt *launchTemplate) error {
 		lt.HopLimit = int32(n)
 	}
 	lt.ReservationID = q.values[p+"CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"]
+	lt.PlacementGroupID, lt.PlacementGroupName = q.values[p+"Placement.GroupId"], q.values[p+"Placement.GroupName"]
+	if lt.PlacementGroupID != "" && lt.PlacementGroupName != "" {
+		return badRequest("InvalidParameterCombination", "Placement.GroupId and Placement.GroupName cannot both be specified")
+	}
+	if v := q.values[p+"Placement.PartitionNumber"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return badRequest("InvalidParameterValue", "Value (%s) for parameter PartitionNumber is invalid", v)
+		}
+		lt.PartitionNumber = n
+	}
 	specs, err := readTagSpecs(q, p+"TagSpecification")
 	if err != nil {
 		return err

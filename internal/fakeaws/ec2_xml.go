@@ -336,6 +336,8 @@ type xmlPlacement struct {
 	AvailabilityZone   string `xml:"availabilityZone"`
 	AvailabilityZoneID string `xml:"availabilityZoneId,omitempty"`
 	GroupName          string `xml:"groupName"`
+	GroupID            string `xml:"groupId,omitempty"`
+	PartitionNumber    int    `xml:"partitionNumber,omitempty"`
 	Tenancy            string `xml:"tenancy"`
 }
 

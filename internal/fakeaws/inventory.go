@@ -1,6 +1,7 @@
 package fakeaws
 
 import (
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	crand "crypto/rand"
@@ -30,6 +31,7 @@ type Inventory struct {
 	Roles                []Role
 	InstanceProfiles     []InstanceProfile
 	CapacityReservations []CapacityReservation
+	PlacementGroups      []PlacementGroup
 }
 
 // Subnet is a VPC subnet. AvailableIPAddressCount is computed from the CIDR less
@@ -131,21 +133,23 @@ type zone struct {
 }
 
 type inventory struct {
-	zones         []zone
-	types         map[string]*instanceType
-	typeNames     []string // sorted
-	vpcID         string
-	subnets       []*Subnet
-	sgs           []*SecurityGroup
-	images        []*Image
-	ssm           map[string]string
-	roles         map[string]*iamRole
-	profiles      map[string]*iamProfile
-	reservations  []*CapacityReservation
-	cluster       Cluster
-	spotHistory   map[Offering][]pricePoint // CapacityType is empty
-	createdAt     time.Time
-	ssmModifiedAt time.Time
+	zones        []zone
+	types        map[string]*instanceType
+	typeNames    []string // sorted
+	vpcID        string
+	subnets      []*Subnet
+	sgs          []*SecurityGroup
+	images       []*Image
+	ssm          map[string]string
+	roles        map[string]*iamRole
+	profiles     map[string]*iamProfile
+	reservations []*CapacityReservation
+	// placementGroups are the account's groups and those shared with it.
+	placementGroups []*PlacementGroup
+	cluster         Cluster
+	spotHistory     map[Offering][]pricePoint // CapacityType is empty
+	createdAt       time.Time
+	ssmModifiedAt   time.Time
 }
 
 type pricePoint struct {
@@ -269,6 +273,22 @@ func (s *Server) buildInventory() error {
 			cr.Type = "default"
 		}
 		inv.reservations = append(inv.reservations, &cr)
+	}
+	for _, g := range d.PlacementGroups {
+		g.Tags = cloneTags(g.Tags)
+		g.State = cmp.Or(g.State, "available")
+		switch g.Strategy {
+		case "partition":
+			if g.PartitionCount < 1 || g.PartitionCount > 7 {
+				return fmt.Errorf("placement group %s: a partition group has 1 to 7 partitions, not %d", g.Name, g.PartitionCount)
+			}
+		case "spread":
+			g.SpreadLevel = cmp.Or(g.SpreadLevel, "rack")
+		case "cluster":
+		default:
+			return fmt.Errorf("placement group %s: strategy %q is not cluster, partition or spread", g.Name, g.Strategy)
+		}
+		inv.placementGroups = append(inv.placementGroups, &g)
 	}
 	inv.spotHistory = map[Offering][]pricePoint{}
 	for _, t := range inv.types {

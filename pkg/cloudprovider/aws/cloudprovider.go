@@ -157,6 +157,8 @@ type CloudProvider struct {
 	// reservationRoom is how many instances each capacity reservation has left, by
 	// ID: read with the NodeClasses' reservations, less what was launched since.
 	reservationRoom map[string]int
+	// placementGroups are the NodeClasses' resolved placement groups, by NodeClass.
+	placementGroups map[string]placementGroupEntry
 }
 
 type ec2Catalog struct {
@@ -186,7 +188,8 @@ func New(kube client.Client, clients Clients, opts Options, clk clock.Clock, pri
 	}
 	return &CloudProvider{kube: kube, aws: clients, opts: opts, clock: clk, prices: prices, unavailable: unavailable,
 		built: map[string][]*scheduling.InstanceType{}, templates: map[string]string{},
-		recent: map[string]recentLaunch{}, byClaim: map[types.UID]recentLaunch{}, reservationRoom: map[string]int{}}
+		recent: map[string]recentLaunch{}, byClaim: map[types.UID]recentLaunch{}, reservationRoom: map[string]int{},
+		placementGroups: map[string]placementGroupEntry{}}
 }
 
 // Name is "aws".
@@ -484,6 +487,10 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		return nil, err
 	}
 	tags := InstanceTags(claim, nc, c.opts.ClusterName)
+	group, err := c.placementGroupFor(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
 	var groups []string
 	for _, g := range nc.Status.SecurityGroups {
 		groups = append(groups, g.ID)
@@ -498,7 +505,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 			UserData: userData, SecurityGroups: groups, InstanceProfile: nc.Status.InstanceProfile,
 			CapacityReservationID: g.ReservationID, CapacityBlock: plan.ReservationType == awsv1.CapacityReservationTypeCapacityBlock,
 			AvoidOpenReservations: c.opts.ReservedCapacity && plan.CapacityType != CapacityTypeReserved,
-			IPv6:                  strings.Contains(cluster.ServiceCIDR, ":")})
+			IPv6:                  strings.Contains(cluster.ServiceCIDR, ":"), PlacementGroupID: group.ID})
 		id, err := c.ensureTemplate(ctx, name, data, nc)
 		if err != nil {
 			return nil, err
@@ -533,6 +540,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	inst := Instance{ID: launched.InstanceID, Type: launched.InstanceType, Zone: launched.Zone, CapacityType: launched.CapacityType,
 		ImageID: launched.ImageID, Tags: tags, LaunchTime: c.clock.Now(), State: ec2types.InstanceStateNamePending,
 		CapacityReservationID: launched.ReservationID, CapacityReservationType: launched.ReservationType}
+	c.placeLaunched(ctx, &inst, group)
 	result := withClaim(inst.NodeClaim(plan.Types[launched.InstanceType]), claim)
 	c.mu.Lock()
 	c.recent[launched.InstanceID] = recentLaunch{claim: result.DeepCopy(), at: c.clock.Now()}

@@ -25,6 +25,10 @@ type Instance struct {
 	State          ec2types.InstanceStateName
 	Tags           map[string]string
 	LaunchTime     time.Time
+	// PlacementGroupID is the instance's placement group, Partition its partition
+	// (from 1) in a partition group.
+	PlacementGroupID string
+	Partition        int32
 	// CapacityReservationID is the reservation the instance is in, if any;
 	// CapacityReservationType its kind.
 	CapacityReservationID   string
@@ -38,6 +42,7 @@ func InstanceOf(in ec2types.Instance) Instance {
 		LaunchTime: deref(in.LaunchTime)}
 	if in.Placement != nil {
 		out.Zone = deref(in.Placement.AvailabilityZone)
+		out.PlacementGroupID, out.Partition = deref(in.Placement.GroupId), deref(in.Placement.PartitionNumber)
 	}
 	switch {
 	case in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
@@ -100,6 +105,9 @@ func (i Instance) NodeClaim(it *scheduling.InstanceType) *v1.NodeClaim {
 	if i.CapacityType == CapacityTypeReserved {
 		nc.Labels[LabelCapacityReservationID] = i.CapacityReservationID
 		nc.Labels[LabelCapacityReservationType] = string(i.CapacityReservationType)
+	}
+	for k, v := range placementLabels(i.PlacementGroupID, i.Partition) {
+		nc.Labels[k] = v
 	}
 	if pool := i.Tags[TagNodePool]; pool != "" {
 		nc.Labels[v1.NodePoolLabelKey] = pool

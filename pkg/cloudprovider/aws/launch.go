@@ -307,6 +307,8 @@ type LaunchTemplateInput struct {
 	CapacityReservationID string
 	CapacityBlock         bool
 	AvoidOpenReservations bool
+	// PlacementGroupID is the placement group the instances launch into.
+	PlacementGroupID string
 	// IPv6 says the cluster is IPv6: the NodeClass's ipPrefixCount is then a count
 	// of IPv6 prefixes, as the VPC CNI hands pods addresses of the cluster's family.
 	IPv6 bool
@@ -343,6 +345,10 @@ func LaunchTemplate(in LaunchTemplateInput) (string, *ec2types.RequestLaunchTemp
 	case in.AvoidOpenReservations:
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone}
+	}
+	if in.PlacementGroupID != "" {
+		// By ID, which also names a group shared from another account.
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(in.PlacementGroupID)}
 	}
 	if nc.Spec.AssociatePublicIPAddress != nil || nc.Spec.IPPrefixCount != nil {
 		// A public address and prefixes are chosen per network interface, which then

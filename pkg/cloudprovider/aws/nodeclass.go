@@ -444,11 +444,15 @@ type Resolution struct {
 	// none matching is not an error (on-demand and spot still launch).
 	CapacityReservations    []awsv1.CapacityReservation
 	CapacityReservationsErr error
+	// PlacementGroup is resolved only when the NodeClass selects one (see
+	// CloudProvider.resolvePlacementGroup for its hold-over on passing failures).
+	PlacementGroup    PlacementGroup
+	PlacementGroupErr error
 }
 
 // Err joins the errors of the parts whose read failed.
 func (r Resolution) Err() error {
-	return errors.Join(r.SubnetsErr, r.SecurityGroupsErr, r.AMIsErr, r.InstanceProfileErr, r.CapacityReservationsErr)
+	return errors.Join(r.SubnetsErr, r.SecurityGroupsErr, r.AMIsErr, r.InstanceProfileErr, r.CapacityReservationsErr, r.PlacementGroupErr)
 }
 
 // ApplyResolution writes a resolution into the NodeClass's status, sets each
@@ -501,6 +505,17 @@ func ApplyResolution(nc *awsv1.EC2NodeClass, r Resolution) bool {
 	set(awsv1.ConditionTypeInstanceProfileReady, "InstanceProfileNotFound", r.InstanceProfileErr, r.InstanceProfile == "", "no instance profile: set spec.role or spec.instanceProfile")
 	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
 		set(awsv1.ConditionTypeCapacityReservationsReady, "CapacityReservationsNotFound", r.CapacityReservationsErr, false, "")
+	}
+	if nc.Spec.PlacementGroupSelector != nil {
+		// Like Karpenter, the group is not in the status; its condition names it.
+		c := metav1.Condition{Type: awsv1.ConditionTypePlacementGroupReady, Status: metav1.ConditionTrue,
+			Reason: awsv1.ConditionTypePlacementGroupReady, Message: r.PlacementGroup.String()}
+		if r.PlacementGroupErr != nil {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, "PlacementGroupNotFound", r.PlacementGroupErr.Error()
+		}
+		nc.SetCondition(c)
+	} else {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, awsv1.ConditionTypePlacementGroupReady)
 	}
 	nc.SetCondition(metav1.Condition{Type: awsv1.ConditionTypeValidationSucceeded, Status: metav1.ConditionTrue, Reason: awsv1.ConditionTypeValidationSucceeded})
 	if nc.Annotations == nil {

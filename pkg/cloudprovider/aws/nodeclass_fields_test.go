@@ -1,13 +1,18 @@
 package aws
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
-
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/fakeaws"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
 )
 
 // These tests check that each EC2NodeClass field reaches EC2 as its
@@ -80,5 +85,86 @@ func TestIPPrefixCountFollowsTheClusterFamily(t *testing.T) {
 		if deref(ni.DeviceIndex) != 0 || len(ni.Groups) != 1 {
 			t.Errorf("ipv6=%v: primary interface %+v", ipv6, ni)
 		}
+	}
+}
+
+// placementGroups are the fake account's groups for the placement tests.
+func placementGroups(inv *fakeaws.Inventory) {
+	inv.PlacementGroups = append(inv.PlacementGroups,
+		fakeaws.PlacementGroup{ID: "pg-0a1b2c3d4e5f60001", Name: "kafka", Strategy: "partition", PartitionCount: 3},
+		fakeaws.PlacementGroup{ID: "pg-0a1b2c3d4e5f60002", Name: "hpc", Strategy: "cluster"},
+		fakeaws.PlacementGroup{ID: "pg-0a1b2c3d4e5f60003", Name: "shared", Strategy: "spread", SharedFrom: "210987654321"},
+		fakeaws.PlacementGroup{ID: "pg-0a1b2c3d4e5f60004", Name: "going", Strategy: "spread", State: "deleting"},
+	)
+}
+
+func TestPlacementGroupSelector(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, fakeaws.Options{Inventory: placementGroups})
+	pg := func(sel awsv1.PlacementGroupSelectorTerm) func(*awsv1.EC2NodeClass) {
+		return func(nc *awsv1.EC2NodeClass) { nc.Spec.PlacementGroupSelector = &sel }
+	}
+
+	// A partition group by name: Ready, and each launch goes into it, labelled
+	// with the group and the partition EC2 put it in.
+	kafka := e.nodeClass(t, pg(awsv1.PlacementGroupSelectorTerm{Name: "kafka"}))
+	if !kafka.IsReady() {
+		t.Fatalf("a NodeClass selecting an available group is not Ready: %+v", kafka.Status.Conditions)
+	}
+	if c := meta.FindStatusCondition(kafka.Status.Conditions, awsv1.ConditionTypePlacementGroupReady); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "pg-0a1b2c3d4e5f60001") {
+		t.Errorf("PlacementGroupReady does not name the group: %+v", c)
+	}
+	partitions := map[string]bool{}
+	for _, name := range []string{"kafka-1", "kafka-2", "kafka-3"} {
+		got, inst := e.launchOne(t, kafka, name)
+		if inst.PlacementGroupID != "pg-0a1b2c3d4e5f60001" || inst.Partition == 0 {
+			t.Fatalf("instance %s is in group %q partition %d, want kafka's", inst.ID, inst.PlacementGroupID, inst.Partition)
+		}
+		if got.Labels[LabelPlacementGroupID] != "pg-0a1b2c3d4e5f60001" || got.Labels[LabelPlacementGroupPartition] != strconv.Itoa(inst.Partition) {
+			t.Errorf("claim %s labels %v, instance in partition %d", name, got.Labels, inst.Partition)
+		}
+		partitions[got.Labels[LabelPlacementGroupPartition]] = true
+		again, err := e.cloud.Get(t.Context(), got.Status.ProviderID)
+		if err != nil || again.Labels[LabelPlacementGroupPartition] != strconv.Itoa(inst.Partition) {
+			t.Errorf("Get of %s: labels %v, %v", name, again.Labels, err)
+		}
+	}
+	if len(partitions) != 3 {
+		t.Errorf("EC2 spreads launches over the group's partitions; got %v", partitions)
+	}
+
+	// A group shared from another account is selected by its ID.
+	shared := e.nodeClass(t, pg(awsv1.PlacementGroupSelectorTerm{ID: "pg-0a1b2c3d4e5f60003"}))
+	if _, inst := e.launchOne(t, shared, "shared-1"); inst.PlacementGroupID != "pg-0a1b2c3d4e5f60003" || inst.Partition != 0 {
+		t.Errorf("instance in group %q partition %d, want the shared spread group", inst.PlacementGroupID, inst.Partition)
+	}
+
+	// A cluster group holds one zone: the fleet falls to the group's zone.
+	hpc := e.nodeClass(t, pg(awsv1.PlacementGroupSelectorTerm{Name: "hpc"}))
+	_, first := e.launchOne(t, hpc, "hpc-1", "m5.large", "c5.large")
+	for _, name := range []string{"hpc-2", "hpc-3"} {
+		if _, inst := e.launchOne(t, hpc, name, "m5.large", "c5.large"); inst.Zone != first.Zone || inst.PlacementGroupID != "pg-0a1b2c3d4e5f60002" {
+			t.Errorf("%s in %s (group %q); the cluster group is in %s", name, inst.Zone, inst.PlacementGroupID, first.Zone)
+		}
+	}
+
+	// A group that is missing, or not available, leaves the NodeClass not Ready,
+	// saying why, and nothing launches.
+	for _, sel := range []awsv1.PlacementGroupSelectorTerm{{Name: "no-such-group"}, {ID: "pg-0a1b2c3d4e5f6ffff"}, {Name: "going"}} {
+		nc := e.nodeClass(t, pg(sel))
+		ready := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionTypeReady)
+		if nc.IsReady() || ready == nil || ready.Reason != "PlacementGroupNotFound" {
+			t.Errorf("selector %+v: Ready %+v", sel, ready)
+		}
+		if _, err := e.cloud.Create(t.Context(), e.claim(nc, "never-"+sel.Name+sel.ID, req(v1.LabelInstanceType, "m5.large"))); !cloudprovider.IsNodeClassNotReady(err) {
+			t.Errorf("selector %+v: launch %v, want NodeClassNotReady", sel, err)
+		}
+	}
+
+	// A provider that has not resolved the NodeClass yet (a restart) still
+	// launches into the group.
+	e.cloud = e.restart()
+	if _, inst := e.launchOne(t, kafka, "kafka-after-restart"); inst.PlacementGroupID != "pg-0a1b2c3d4e5f60001" {
+		t.Errorf("after a restart the instance is in group %q", inst.PlacementGroupID)
 	}
 }

@@ -35,6 +35,7 @@ func (c *CloudProvider) Resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Res
 	r.AMIs, r.AMIsErr = within(ctx, d, nc, c.resolveAMIs)
 	r.InstanceProfile, r.InstanceProfileErr = within(ctx, d, nc, c.resolveInstanceProfile)
 	r.CapacityReservations, r.CapacityReservationsErr = within(ctx, d, nc, c.resolveCapacityReservations)
+	r.PlacementGroup, r.PlacementGroupErr = within(ctx, d, nc, c.resolvePlacementGroup)
 	return r
 }
 

@@ -62,12 +62,61 @@ type SimNodeClassSpec struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	UnavailableOfferings []Offering `json:"unavailableOfferings,omitempty"`
+	// Latency draws each launch's and registration's delay from a model of a real
+	// cloud, registering nodes out of the order they were launched, failing some
+	// launches for insufficient capacity and answering slowly. Unset, or with
+	// profile None, launches take launchDelay and registrations registrationDelay
+	// exactly, and nothing fails unless unavailableOfferings says so.
+	// +optional
+	Latency *Latency `json:"latency,omitempty"`
 	// Kubelet overrides the kubelet settings that decide a node's allocatable, with
 	// the fields and meaning of an EC2NodeClass's spec.kubelet. Unset, a node keeps
 	// back what an EKS node does: kube-reserved from its cpu and pods, 100Mi and 10%
 	// of its root volume for eviction.
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+}
+
+// LatencyProfile names a latency model of the simulated cloud.
+//
+// +kubebuilder:validation:Enum:={None,Realistic}
+type LatencyProfile string
+
+const (
+	// LatencyNone: launchDelay and registrationDelay exactly, no failures.
+	LatencyNone LatencyProfile = "None"
+	// LatencyRealistic: delays drawn from log-normal distributions in the range
+	// EC2 shows, insufficient-capacity errors on a share of launches, a slow API.
+	LatencyRealistic LatencyProfile = "Realistic"
+)
+
+// Latency is how the simulated cloud's launches and API calls are timed.
+//
+// With profile Realistic each launch draws, from log-normal distributions:
+// the launch call (the instance exists after a median of 1.5 s), the instance's
+// boot until its Node registers (a median of 25 s, a 95th percentile of about
+// 45 s, at most 2 minutes), and whether its offering has just run out of
+// capacity (insufficientCapacityPercent of launches); terminating, describing
+// and listing instances each take a median of 200 ms. A nonzero launchDelay or
+// registrationDelay replaces the median of its draw.
+type Latency struct {
+	// Profile is None (the default) or Realistic.
+	// +kubebuilder:default:="None"
+	// +optional
+	Profile LatencyProfile `json:"profile,omitempty"`
+	// Seed makes the draws reproducible: under one seed the n-th launch of the
+	// NodeClass (counted from the controller's start) draws the same delays in
+	// every run, whichever claim it is for.
+	// +optional
+	Seed int64 `json:"seed,omitempty"`
+	// InsufficientCapacityPercent is the share of launches, in percent, that find
+	// the offering they would take just run out of capacity: the launch fails with
+	// an insufficient-capacity error naming it, and the offering stays out of
+	// capacity for three minutes. Unset, 2 with profile Realistic.
+	// +kubebuilder:validation:Minimum:=0
+	// +kubebuilder:validation:Maximum:=100
+	// +optional
+	InsufficientCapacityPercent *int32 `json:"insufficientCapacityPercent,omitempty"`
 }
 
 // KubeletConfiguration is the part of an EC2NodeClass's kubelet block that decides

@@ -17,6 +17,7 @@ import (
 // Flags of type enumValue offer their allowed values themselves.
 var flagValues = map[string][]string{
 	"cloud":             {sandbox.CloudSim, sandbox.CloudAWS},
+	"latency":           {sandbox.LatencyNone, sandbox.LatencyRealistic},
 	"cloud-provider":    {"sim", "aws"},
 	"node-overhead":     {"eks", "kwok"},
 	"preference-policy": {string(scheduling.PreferencePolicyRespect), string(scheduling.PreferencePolicyIgnore)},

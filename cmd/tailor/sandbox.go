@@ -19,12 +19,13 @@ type sandboxFlags struct {
 	dir        string
 	cloud      string
 	systemNode bool
+	latency    string
 }
 
 func newSandboxCommand(s streams) *cobra.Command {
 	f := &sandboxFlags{}
 	cmd := &cobra.Command{
-		Use:   "sandbox up|down|status|demo [--dir DIR] [--cloud sim|aws] [--system-node]",
+		Use:   "sandbox up|down|status|demo [--dir DIR] [--cloud sim|aws] [--system-node] [--latency none|realistic]",
 		Short: "a local control plane with kwok and Tailor: up, down, status, demo",
 		Long: `Runs a local control plane (etcd, kube-apiserver, kube-scheduler,
 kube-controller-manager), kwok for nodes, and the Tailor controller on this machine.`,
@@ -52,10 +53,12 @@ kube-controller-manager), kwok for nodes, and the Tailor controller on this mach
 		}
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		return sandbox.Up(ctx, sandbox.Options{Dir: f.dir, Tailor: self, Cloud: f.cloud, SystemNode: f.systemNode}, s.out)
+		return sandbox.Up(ctx, sandbox.Options{Dir: f.dir, Tailor: self, Cloud: f.cloud, SystemNode: f.systemNode, Latency: f.latency}, s.out)
 	})
 	up.Flags().BoolVar(&f.systemNode, "system-node", false,
 		"add a small untainted node Tailor does not manage (named "+sandbox.SystemNode+", labelled "+sandbox.SystemNodeRole+"), for system workloads such as the tailor chart's controller")
+	up.Flags().StringVar(&f.latency, "latency", sandbox.LatencyNone,
+		"the sim cloud's latency: none (nodes launch and register at once) or realistic (as EC2: registrations of about 25 s with a tail, out of launch order, 2% of launches out of capacity, a slow API)")
 	down := sub("down", "stop every process the sandbox started and remove its directory", func(context.Context) error {
 		return sandbox.Down(f.dir, s.out)
 	})

@@ -51,7 +51,17 @@ type Options struct {
 	Cloud string
 	// SystemNode adds the system node (see SystemNode).
 	SystemNode bool
+	// Latency is the simulated cloud's latency model: LatencyNone (the default:
+	// nodes launch and register at once) or LatencyRealistic (see
+	// v1alpha1.Latency). CloudSim only.
+	Latency string
 }
+
+// The values of --latency.
+const (
+	LatencyNone      = "none"
+	LatencyRealistic = "realistic"
+)
 
 // Up brings the sandbox up and prints how to reach it.
 func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
@@ -60,6 +70,15 @@ func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
 	}
 	if opts.Cloud != CloudSim && opts.Cloud != CloudAWS {
 		return fmt.Errorf("cloud %q: want %s or %s", opts.Cloud, CloudSim, CloudAWS)
+	}
+	switch opts.Latency {
+	case "", LatencyNone:
+	case LatencyRealistic:
+		if opts.Cloud != CloudSim {
+			return fmt.Errorf("latency %s: only the sim cloud has a latency model", opts.Latency)
+		}
+	default:
+		return fmt.Errorf("latency %q: want %s or %s", opts.Latency, LatencyNone, LatencyRealistic)
 	}
 	if err := claimDir(opts.Dir); err != nil {
 		return err
@@ -90,6 +109,10 @@ func Up(ctx context.Context, opts Options, out io.Writer) (err error) {
 	case CloudSim:
 		fmt.Fprintln(out, "sandbox: installing the CRDs, a SimNodeClass, the default NodePool and DaemonSets on every node (kube-proxy, cni-agent, log-agent)")
 		manifests = [][]byte{defaults}
+		if opts.Latency == LatencyRealistic {
+			fmt.Fprintln(out, "sandbox: the SimNodeClass times launches as EC2's (registrations of about 25 s with a tail), fails 2% of them for insufficient capacity, and answers slowly")
+			manifests = [][]byte{realisticDefaults()}
+		}
 	case CloudAWS:
 		fmt.Fprintf(out, "sandbox: starting the fake AWS (EC2, SSM, Pricing, EKS cluster %s, IAM, SQS; subnets in 3 zones), whose instances register kwok Nodes\n", AWSCluster)
 		url, err := startFakeAWS(ctx, opts)
@@ -283,6 +306,13 @@ func apply(ctx context.Context, cfg *rest.Config, manifests []byte) error {
 		}
 	}
 	return nil
+}
+
+// realisticDefaults are the defaults with the SimNodeClass's latency profile
+// Realistic (seed 0).
+func realisticDefaults() []byte {
+	const spec = "kind: SimNodeClass\nmetadata:\n  name: default\nspec:\n"
+	return bytes.Replace(defaults, []byte(spec), []byte(spec+"  latency: {profile: Realistic}\n"), 1)
 }
 
 // daemonSets are the DaemonSets of the defaults, which every cloud's sandbox runs.

@@ -2,7 +2,9 @@
 // instance types of an embedded catalog, keeps its inventory as SimInstance objects
 // in the cluster, and turns each instance into a Node (played by kwok) after the
 // NodeClass's registration delay. Insufficient capacity, launch delays and spot
-// interruptions can be injected through the SimNodeClass and the SimInstances.
+// interruptions can be injected through the SimNodeClass and the SimInstances, and
+// a NodeClass's latency model (see LatencyModel) times launches, registrations and
+// API calls as a real cloud's, failing some launches for insufficient capacity.
 package sim
 
 import (
@@ -15,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +55,9 @@ type CloudProvider struct {
 	mu sync.Mutex
 	// catalogs holds instance types by catalog and kubelet settings.
 	catalogs map[string][]*scheduling.InstanceType
+	// draws numbers each NodeClass's launches and API calls for its latency
+	// model, and holds the offerings that model ran out of capacity.
+	draws *draws
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -62,7 +68,7 @@ var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
 // New returns the simulated cloud, keeping its inventory through kube.
 func New(kube client.Client, clk clock.Clock) *CloudProvider {
-	return &CloudProvider{kube: kube, reader: kube, clock: clk, catalogs: map[string][]*scheduling.InstanceType{}}
+	return &CloudProvider{kube: kube, reader: kube, clock: clk, catalogs: map[string][]*scheduling.InstanceType{}, draws: newDraws()}
 }
 
 // WithAPIReader has the cloud read an instance that the API server says exists
@@ -211,6 +217,8 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if err != nil {
 		return nil, fmt.Errorf("nodeclaim %s: %w", claim.Name, err)
 	}
+	model := ModelOf(nc)
+	now := c.clock.Now()
 	var best *scheduling.InstanceType
 	var offer scheduling.Offering
 	var tried []cloudprovider.UnavailableOffering
@@ -222,7 +230,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 			if !o.Available || !allows(reqs, v1.LabelZone, o.Zone) || !allows(reqs, v1.CapacityTypeLabelKey, o.CapacityType) {
 				continue
 			}
-			if unavailable(nc, it.Name, o) {
+			if unavailable(nc, it.Name, o) || c.draws.out(outKey{nc.Name, it.Name, o.Zone, o.CapacityType}, now) {
 				tried = append(tried, cloudprovider.UnavailableOffering{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType})
 				continue
 			}
@@ -234,18 +242,22 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if best == nil {
 		return nil, &cloudprovider.InsufficientCapacityError{Offerings: tried}
 	}
-	if d := nc.Spec.LaunchDelay.Duration; d > 0 {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-c.clock.After(d):
-		}
+	launch := model.Launch(c.draws.nextLaunch(nc.Name))
+	if err := c.sleep(ctx, launch.Delay); err != nil {
+		return nil, err
+	}
+	if launch.OutOfCapacity {
+		// The offering ran out while the call was made: the launch fails, naming
+		// it, and it stays out for a while; no instance is left behind.
+		ran := cloudprovider.UnavailableOffering{InstanceType: best.Name, Zone: offer.Zone, CapacityType: offer.CapacityType}
+		c.draws.runOut(outKey{nc.Name, ran.InstanceType, ran.Zone, ran.CapacityType}, c.clock.Now().Add(OutOfCapacityFor))
+		return nil, &cloudprovider.InsufficientCapacityError{Offerings: append(tried, ran)}
 	}
 	inst := &v1alpha1.SimInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: claim.Labels[v1.NodePoolLabelKey], NodeClaimLabel: claim.Name}},
 		Spec: v1alpha1.SimInstanceSpec{NodeClaim: claim.Name, NodeClass: nc.Name, InstanceType: best.Name, Zone: offer.Zone,
 			CapacityType: offer.CapacityType, ImageID: nc.Spec.ImageID, Price: strconv.FormatFloat(offer.Price, 'f', -1, 64),
-			RegisterAfter: metav1.NewTime(c.clock.Now().Add(nc.Spec.RegistrationDelay.Duration))},
+			RegisterAfter: metav1.NewTime(c.clock.Now().Add(launch.Registration))},
 	}
 	if err := c.kube.Create(ctx, inst); apierrors.IsAlreadyExists(err) {
 		found := &v1alpha1.SimInstance{}
@@ -258,6 +270,33 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		return nil, fmt.Errorf("launching %s for nodeclaim %s: %w", best.Name, claim.Name, err)
 	}
 	return c.describe(inst, best, claim), nil
+}
+
+// sleep waits d, or until ctx ends.
+func (c *CloudProvider) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.clock.After(d):
+		return nil
+	}
+}
+
+// slowAPI waits as long as the named NodeClass's latency model has its next call
+// take; a NodeClass that cannot be read answers at once.
+func (c *CloudProvider) slowAPI(ctx context.Context, nodeClass string) error {
+	nc := &v1alpha1.SimNodeClass{}
+	if nodeClass == "" || c.kube.Get(ctx, client.ObjectKey{Name: nodeClass}, nc) != nil {
+		return nil
+	}
+	model := ModelOf(nc)
+	if !model.Realistic {
+		return nil
+	}
+	return c.sleep(ctx, model.API(c.draws.nextCall(nc.Name)))
 }
 
 // existing returns the instance already launched for the claim.
@@ -367,6 +406,11 @@ func (c *CloudProvider) Delete(ctx context.Context, claim *v1.NodeClaim) error {
 	if !ok {
 		return &cloudprovider.NodeClaimNotFoundError{ProviderID: claim.Status.ProviderID}
 	}
+	if ref := claim.Spec.NodeClassRef; ref != nil {
+		if err := c.slowAPI(ctx, ref.Name); err != nil {
+			return err
+		}
+	}
 	inst := &v1alpha1.SimInstance{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := c.kube.Delete(ctx, inst); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -388,6 +432,9 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeCla
 		if apierrors.IsNotFound(err) {
 			return nil, &cloudprovider.NodeClaimNotFoundError{ProviderID: providerID}
 		}
+		return nil, err
+	}
+	if err := c.slowAPI(ctx, inst.Spec.NodeClass); err != nil {
 		return nil, err
 	}
 	return c.describe(inst, c.typeOf(ctx, inst), nil), nil

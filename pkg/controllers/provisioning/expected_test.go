@@ -182,6 +182,60 @@ func TestPlanWithExpectedYieldsToRealPods(t *testing.T) {
 	}
 }
 
+// Under a cpu limit of 3, web's three copies share a node with web-a and the
+// batch pod, and api-a, a real pod of another workload, is left out; without
+// the copies api-a is placed and batch is left out. Both plans leave one pod out,
+// but a pod still to come may not take the headroom a pod that exists needs: the
+// plan without the copies is kept.
+func TestPlanWithExpectedKeepsEveryRealPodsPlace(t *testing.T) {
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pool.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("3")}
+	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: schedtest.SyntheticTypes(8)}},
+		Pods: []*corev1.Pod{ownedBy(pod("web-a", "1"), "ReplicaSet", "web"), ownedBy(pod("api-a", "1500m"), "ReplicaSet", "api"), pod("batch", "500m")}}
+	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"web": 4, "api": 1}, map[k8stypes.UID]int{"web": 1, "api": 1}, maxExpected, nil)
+	if len(expected) != 3 {
+		t.Fatalf("%d expected pods, want web's 3", len(expected))
+	}
+	_, alone, _, err := planPods(in, in, false, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Planned with the copies, the count of pods left out is the same, but not the pods.
+	with := *in
+	with.Pods = append(slices.Clone(in.Pods), expected...)
+	_, withPlan, _, err := planPods(&with, &with, false, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uids := map[k8stypes.UID]bool{}
+	for _, p := range expected {
+		uids[p.UID] = true
+	}
+	withoutExpected(withPlan, uids)
+	if len(withPlan.Unschedulable) != len(alone.Unschedulable) || placesAll(withPlan, alone) {
+		t.Fatalf("with the copies %v left out, without %v; the case shows nothing", failed(withPlan), failed(alone))
+	}
+
+	_, plan, _, n, err := planWithExpected(in, in, expected, nil, false, scheduling.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d expected pods used, want the plan without them", n)
+	}
+	if !placesAll(plan, alone) {
+		t.Errorf("%v left out, but %v only without the expected pods: they took a real pod's headroom", failed(plan), failed(alone))
+	}
+}
+
+func failed(plan *scheduling.Plan) []string {
+	var out []string
+	for _, f := range plan.Unschedulable {
+		out = append(out, f.Pod.Name)
+	}
+	return out
+}
+
 // Through the API server: the provisioner reads the ReplicaSet that owns the
 // pending pods and sizes the batch's NodeClaim for the replicas still to come.
 func TestProvisionSizesForTheReplicaSet(t *testing.T) {

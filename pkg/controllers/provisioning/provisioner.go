@@ -485,9 +485,13 @@ func (p *Provisioner) forgetPlanned(pending []*corev1.Pod) {
 // owners are still to make (see expectedPods), new nodes sized for the whole of
 // their workloads (demand, of an input's pods; nil for none), and drops from the
 // plan what it holds for the expected pods alone. The expected pods take room, so
-// when the plan leaves pods unschedulable (the expected ones took the room up to a
-// limit, say), it plans without them too and keeps whichever places more. It
-// returns the input of the plan it kept, and how many expected pods that holds.
+// when the plan leaves real pods unschedulable (the expected ones took the room up
+// to a limit, say), it plans without them too, and keeps the plan with them only
+// if it places every real pod that the plan without them places: a pod still to
+// come never takes a NodePool's headroom from a pod that exists, even when the
+// two plans leave as many pods out (comparing counts only, the copies won
+// whenever they traded a real pod of another workload for one of their own
+// node's). It returns the input of the plan it kept, and how many expected pods that holds.
 func planWithExpected(pinned, fresh *scheduling.Input, expected []*corev1.Pod, demand func([]*corev1.Pod) []scheduling.Demand, lapsed bool, opts scheduling.Options) (
 	in *scheduling.Input, plan *scheduling.Plan, repacked bool, expectedUsed int, err error) {
 	with := func(in *scheduling.Input) *scheduling.Input {
@@ -517,10 +521,21 @@ func planWithExpected(pinned, fresh *scheduling.Input, expected []*corev1.Pod, d
 		return in, plan, repacked, len(expected), nil
 	}
 	in2, plan2, repacked2, err := planPods(pinned, fresh, lapsed, opts)
-	if err != nil || len(plan2.Unschedulable) >= len(plan.Unschedulable) {
+	if err != nil || placesAll(plan, plan2) {
 		return in, plan, repacked, len(expected), nil
 	}
 	return in2, plan2, repacked2, 0, nil
+}
+
+// placesAll reports whether plan places every pod that other places: each pod plan
+// leaves unschedulable, other leaves unschedulable too. A pod that is not in
+// other's input is placed by it (it holds the room of its nomination).
+func placesAll(plan, other *scheduling.Plan) bool {
+	left := make(map[types.UID]bool, len(other.Unschedulable))
+	for _, f := range other.Unschedulable {
+		left[f.Pod.UID] = true
+	}
+	return !slices.ContainsFunc(plan.Unschedulable, func(f scheduling.Failure) bool { return !left[f.Pod.UID] })
 }
 
 // planPods plans for the pods still to place (pinned: the waiting pods hold their

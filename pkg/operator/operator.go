@@ -90,6 +90,12 @@ type Options struct {
 	FeatureGates FeatureGates
 	// AWS configures the aws cloud provider.
 	AWS AWSOptions
+	// NoReleaseHold registers every node as soon as it is up, without holding a
+	// batch's larger nodes back for its smaller ones or a tier's nodes for each
+	// other (the pods are still told their planned node); NoReleaseOrder does
+	// neither (see nodeclaim.ReleaseOrder). For measuring what each gains
+	// (test/fidelity); no flag sets them.
+	NoReleaseHold, NoReleaseOrder bool
 
 	// skipNameValidation lets a test Run the controller a second time in one
 	// process (controller-runtime wants each controller name once per process).
@@ -194,7 +200,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	// One read-only view for the provisioner and disruption, its informers started
 	// with the cache, its pods read from the pod informer's store.
-	cluster := state.New(kube)
+	cluster := state.New(kube).WithNodeCosts(cloudprovider.NodeCosts(prov.cloud))
 	for _, kind := range append(state.Kinds(), provisioning.OwnerKinds()...) {
 		informer, err := mgr.GetCache().GetInformer(ctx, kind)
 		if err != nil {
@@ -230,6 +236,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	pacedEvents := events.NewPaced(recorder, PodEventsPerSecond, 2*PodEventsPerSecond, 50_000)
 	// A batch's nodes register smallest first (see nodeclaim.ReleaseOrder).
 	release := nodeclaim.NewReleaseOrder(clk)
+	switch {
+	case opts.NoReleaseOrder:
+		release = nil
+	case opts.NoReleaseHold:
+		release = release.WithoutHold()
+	}
 	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, pacedEvents, clk,
 		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling}).OrderReleases(release).ReadEventsWith(mgr.GetAPIReader())
 
@@ -257,7 +269,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		controllerFunc{"cloudprovider." + opts.CloudProvider, func(_ context.Context, mgr manager.Manager) error { return prov.register(mgr) }},
 		disruptionctl.NewController(kube, mgr.GetAPIReader(), cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger))
 	if opts.FeatureGates.NodeRepair {
-		controllers = append(controllers, health.NewController(kube, cloud, recorder, clk, disruption.KubeletRepairPolicies, provisioner.Trigger))
+		policies := prov.repairPolicies
+		if len(policies) == 0 {
+			policies = disruption.KubeletRepairPolicies
+		}
+		repair := health.NewController(kube, cloud, recorder, clk, policies, provisioner.Trigger)
+		if prov.nodeHealth != nil {
+			repair = repair.WithNodeHealth(prov.nodeHealth)
+		}
+		controllers = append(controllers, repair)
 	}
 	controllers = append(controllers,
 		expiration.NewController(kube, cloud, recorder, clk, provisioner.Trigger),

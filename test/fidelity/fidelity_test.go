@@ -6,6 +6,10 @@
 //
 //	TAILOR_FIDELITY=1 go test -v -timeout 60m ./test/fidelity/
 //
+// The sim cloud times launches as a real cloud's (SimNodeClass latency profile
+// Realistic, seed TAILOR_FIDELITY_SEED, default 1) unless TAILOR_FIDELITY_LATENCY=none;
+// TAILOR_FIDELITY_RELEASE=nohold registers nodes without the release order's hold-back
+// (off: without the release order at all), to measure what it gains.
 // TAILOR_FIDELITY_SIZES sets the inflate sizes (default 40,100,500);
 // TAILOR_FIDELITY_SETTLE=1 then lets consolidation run and logs where each
 // workload comes to rest. A run off its plan logs the nodes the two do not share;
@@ -14,6 +18,7 @@
 package fidelity
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -94,6 +99,17 @@ func run(m *testing.M) int {
 	opts.MetricsAddr = l.Addr().String()
 	l.Close()
 	opts.LeaderElection, opts.HealthAddr = false, "0"
+	switch r := os.Getenv("TAILOR_FIDELITY_RELEASE"); r {
+	case "", "hold":
+	case "nohold":
+		opts.NoReleaseHold = true
+	case "off":
+		opts.NoReleaseOrder = true
+	default:
+		fmt.Fprintf(os.Stderr, "TAILOR_FIDELITY_RELEASE=%s: want hold, nohold or off\n", r)
+		return 1
+	}
+	fmt.Printf("latency %s, release order %s\n", latencyProfile(), cmp.Or(os.Getenv("TAILOR_FIDELITY_RELEASE"), "hold"))
 	done := make(chan error, 1)
 	go func() { done <- operator.Run(ctx, cluster.Config, opts) }()
 	code := m.Run()
@@ -137,6 +153,7 @@ func workloads() map[string]workload {
 	out := map[string]workload{
 		"mix":      {shapes: []shape{{"mix-small", 30, "250m", "512Mi", nil}, {"mix-medium", 20, "1", "2Gi", nil}, {"mix-large", 10, "1500m", "6Gi", nil}, {"mix-memory", 6, "500m", "12Gi", nil}}},
 		"examples": karpenterExamples(),
+		"boutique": onlineBoutique(10),
 	}
 	for _, n := range sizes {
 		name := fmt.Sprintf("inflate-%d", n)
@@ -164,6 +181,69 @@ func karpenterExamples() workload {
 		},
 		pool: []testobj.NodePoolOption{spotAndOnDemand},
 	}
+}
+
+// onlineBoutique is Google's Online Boutique microservices demo as its release
+// manifest deploys it (github.com/GoogleCloudPlatform/microservices-demo,
+// release/kubernetes-manifests.yaml, v0.5.1): twelve Deployments of one replica
+// each, with the manifest's own requests, here for each of tenants copies of the
+// shop. Half the copies spread their pods over the zones (maxSkew 1,
+// DoNotSchedule, over the copy's pods), as a shop run for availability would.
+// Tuned against nothing: written for issue 26 §3 after the code it measures.
+func onlineBoutique(tenants int) workload {
+	services := []struct{ name, cpu, memory string }{
+		{"emailservice", "100m", "64Mi"},
+		{"checkoutservice", "100m", "64Mi"},
+		{"recommendationservice", "100m", "220Mi"},
+		{"frontend", "100m", "64Mi"},
+		{"paymentservice", "100m", "64Mi"},
+		{"productcatalogservice", "100m", "64Mi"},
+		{"cartservice", "200m", "64Mi"},
+		{"loadgenerator", "300m", "256Mi"},
+		{"currencyservice", "100m", "64Mi"},
+		{"shippingservice", "100m", "64Mi"},
+		{"redis-cart", "70m", "200Mi"},
+		{"adservice", "200m", "180Mi"},
+	}
+	var w workload
+	for i := range tenants {
+		tenant := fmt.Sprintf("ob%d", i)
+		opts := []testobj.PodOption{testobj.Labels("tenant", tenant)}
+		if i%2 == 1 {
+			opts = append(opts, testobj.Spread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, map[string]string{"tenant": tenant}))
+		}
+		for _, svc := range services {
+			w.shapes = append(w.shapes, shape{tenant + "-" + svc.name, 1, svc.cpu, svc.memory, opts})
+		}
+	}
+	return w
+}
+
+// latencyProfile is the sim cloud's latency in the measurements:
+// TAILOR_FIDELITY_LATENCY, realistic unless none.
+func latencyProfile() v1alpha1.LatencyProfile {
+	switch l := os.Getenv("TAILOR_FIDELITY_LATENCY"); l {
+	case "", "realistic":
+		return v1alpha1.LatencyRealistic
+	case "none":
+		return v1alpha1.LatencyNone
+	default:
+		panic("TAILOR_FIDELITY_LATENCY: want realistic or none, got " + l)
+	}
+}
+
+// simNodeClass is a workload's SimNodeClass, with the measurements' latency.
+func simNodeClass(name string) *v1alpha1.SimNodeClass {
+	seed := int64(1)
+	if s := os.Getenv("TAILOR_FIDELITY_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			panic("TAILOR_FIDELITY_SEED: want an integer, got " + s)
+		}
+		seed = n
+	}
+	return &v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.SimNodeClassSpec{Latency: &v1alpha1.Latency{Profile: latencyProfile(), Seed: seed}}}
 }
 
 // spotAndOnDemand replaces the NodePool's capacity-type requirement with one that
@@ -208,7 +288,7 @@ func measure(t *testing.T, pool string, w workload) {
 	ctx := t.Context()
 	// Measure provisioning alone: nothing is consolidated away.
 	np := nodePool(pool, w.pool...)
-	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, np}
+	objs := []client.Object{simNodeClass(pool), np}
 	total := 0
 	for _, s := range w.shapes {
 		objs = append(objs, deployment(s.app, pool, s.replicas, s.cpu, s.memory, testobj.Template(s.pod...)))
@@ -239,6 +319,7 @@ func measure(t *testing.T, pool string, w workload) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cloud := cloudTimesOf(t, pool, claims, start)
 	plan, its := freshPlan(t, np)
 	price := 0.0
 	for _, nc := range claims {
@@ -261,12 +342,60 @@ func measure(t *testing.T, pool string, w workload) {
 			logTimeline(t, pool, claims, start)
 		}
 	}
+	t.Logf("%s: the cloud: slowest launch + registration %.1fs, last node registrable %.1fs in, %d launches out of capacity; "+
+		"all running %.1fs after it (target: 10s)", pool, cloud.slowest.Seconds(), cloud.lastUp.Seconds(), cloud.outOfCapacity, (took - cloud.lastUp).Seconds())
 	if math.Abs(priceGap) > 5 || math.Abs(nodeGap) > 5 {
 		t.Errorf("the live cluster is more than 5%% off its plan")
+	}
+	if took > cloud.lastUp+10*time.Second {
+		t.Errorf("all pods running %.1fs after the cloud let the last node register; the target is 10s", (took - cloud.lastUp).Seconds())
 	}
 	if os.Getenv("TAILOR_FIDELITY_SETTLE") != "" {
 		settle(t, np, its, plan, total)
 	}
+}
+
+// cloudTimes is what the cloud made the live cluster wait for.
+type cloudTimes struct {
+	// slowest is the longest a claim's instance took from the claim's creation
+	// to when the cloud let its Node register (launch + registration); lastUp,
+	// since start, when the last of them was let register.
+	slowest, lastUp time.Duration
+	// outOfCapacity counts the launches that failed for insufficient capacity.
+	outOfCapacity int
+}
+
+// cloudTimesOf reads, from the pool's SimInstances, when the cloud let each
+// claim's Node register, and counts the claims' insufficient-capacity events.
+func cloudTimesOf(t *testing.T, pool string, claims []v1.NodeClaim, start time.Time) cloudTimes {
+	t.Helper()
+	created := map[string]time.Time{}
+	for _, nc := range claims {
+		created[nc.Name] = nc.CreationTimestamp.Time
+	}
+	instances := &v1alpha1.SimInstanceList{}
+	if err := kube.List(t.Context(), instances, client.MatchingLabels{v1.NodePoolLabelKey: pool}); err != nil {
+		t.Fatal(err)
+	}
+	var out cloudTimes
+	for _, inst := range instances.Items {
+		at, ok := created[inst.Spec.NodeClaim]
+		if !ok {
+			continue
+		}
+		// Creation timestamps are whole seconds: the claim came up to 1s later.
+		out.slowest = max(out.slowest, inst.Spec.RegisterAfter.Sub(at))
+		out.lastUp = max(out.lastUp, inst.Spec.RegisterAfter.Sub(start))
+	}
+	events := &corev1.EventList{}
+	if err := kube.List(t.Context(), events, client.MatchingFields{"reason": "InsufficientCapacityError"}); err == nil {
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "NodeClaim" && strings.HasPrefix(e.InvolvedObject.Name, pool+"-") {
+				out.outOfCapacity++
+			}
+		}
+	}
+	return out
 }
 
 // logGap logs the nodes the live cluster and the plan do not have in common, each
@@ -528,7 +657,7 @@ func TestScaleDownToPlan(t *testing.T) {
 	fill := deployment("shrink-fill", pool, nodes, "1", "1536Mi",
 		testobj.Template(testobj.PodAntiAffinity(corev1.LabelHostname, map[string]string{"app": "shrink-fill"})))
 	light := deployment("shrink-light", pool, nodes, "250m", "256Mi")
-	objs := []client.Object{&v1alpha1.SimNodeClass{ObjectMeta: metav1.ObjectMeta{Name: pool}}, np, fill}
+	objs := []client.Object{simNodeClass(pool), np, fill}
 	for _, o := range objs {
 		if err := kube.Create(ctx, o); err != nil {
 			t.Fatalf("creating %s: %v", o.GetName(), err)

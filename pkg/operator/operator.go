@@ -200,7 +200,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	// One read-only view for the provisioner and disruption, its informers started
 	// with the cache, its pods read from the pod informer's store.
-	cluster := state.New(kube).WithNodeCosts(cloudprovider.NodeCosts(prov.cloud))
+	cluster := state.New(kube)
 	for _, kind := range append(state.Kinds(), provisioning.OwnerKinds()...) {
 		informer, err := mgr.GetCache().GetInformer(ctx, kind)
 		if err != nil {
@@ -269,15 +269,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		controllerFunc{"cloudprovider." + opts.CloudProvider, func(_ context.Context, mgr manager.Manager) error { return prov.register(mgr) }},
 		disruptionctl.NewController(kube, mgr.GetAPIReader(), cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger))
 	if opts.FeatureGates.NodeRepair {
-		policies := prov.repairPolicies
-		if len(policies) == 0 {
-			policies = disruption.KubeletRepairPolicies
-		}
-		repair := health.NewController(kube, cloud, recorder, clk, policies, provisioner.Trigger)
-		if prov.nodeHealth != nil {
-			repair = repair.WithNodeHealth(prov.nodeHealth)
-		}
-		controllers = append(controllers, repair)
+		controllers = append(controllers, health.NewController(kube, cloud, recorder, clk, disruption.KubeletRepairPolicies, provisioner.Trigger))
 	}
 	controllers = append(controllers,
 		expiration.NewController(kube, cloud, recorder, clk, provisioner.Trigger),

@@ -75,6 +75,8 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_voluntary_disruption_eligible_nodes":                       {"reason"},
 	"karpenter_voluntary_disruption_decision_evaluation_duration_seconds": {"reason", "consolidation_type"},
 	"karpenter_voluntary_disruption_queue_failures_total":                 {"decision", "reason", "consolidation_type"},
+	"karpenter_voluntary_disruption_decisions_by_nodepool_total":          {"nodepool", "decision", "reason", "consolidation_type"},
+	"karpenter_voluntary_disruption_failed_validations_total":             {"consolidation_type"},
 
 	"karpenter_interruption_received_messages_total":        {"message_type"},
 	"karpenter_interruption_deleted_messages_total":         nil,

@@ -214,6 +214,7 @@ func (c *Controller) carryOut(ctx context.Context, cmd *disrupt.Command) (bool, 
 		}
 		fresh, err := disrupt.Validate(in, cmd)
 		if err != nil {
+			FailedValidations.WithLabelValues(consolidationType(cmd)).Inc()
 			log.FromContext(ctx).Info("dropping a stale decision", "command", cmd.String(), "reason", err.Error())
 			return false, nil
 		}
@@ -431,7 +432,7 @@ func (c *Controller) execute(ctx context.Context, cmd *disrupt.Command) error {
 		metrics.NodeClaimsDisrupted.WithLabelValues(metricReason(cmd.Reason), cand.Pool.NodePool.Name, cand.CapacityType).Inc()
 		logger.V(1).Info("deleted a candidate's nodeclaim; termination drains it", "nodeclaim", cand.Claim.Name, "node", cand.Node.Node.Name)
 	}
-	Decisions.WithLabelValues(cmd.Decision(), metricReason(cmd.Reason), consolidationType(cmd)).Inc()
+	countDecision(cmd)
 	if c.wake != nil {
 		c.wake()
 	}

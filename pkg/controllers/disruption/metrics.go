@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	disrupt "github.com/nodetailor/tailor/pkg/disruption"
 	"github.com/nodetailor/tailor/pkg/metrics"
 )
 
@@ -21,6 +22,19 @@ var (
 		Name: "karpenter_voluntary_disruption_decisions_total",
 		Help: "Disruption commands carried out, by decision (delete or replace), reason and consolidation type.",
 	}, []string{"decision", "reason", "consolidation_type"})
+	// DecisionsByNodePool counts each command carried out once for every NodePool
+	// its candidates belong to, as Karpenter does: a multi-node command over two
+	// NodePools is one decision in each.
+	DecisionsByNodePool = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+		Help: "Disruption commands carried out, by the NodePool of their candidates, decision (delete or replace), reason and consolidation type.",
+	}, []string{"nodepool", "decision", "reason", "consolidation_type"})
+	// FailedValidations counts the commands dropped because they no longer held
+	// when validated again, on fresh state, after the validation delay.
+	FailedValidations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "karpenter_voluntary_disruption_failed_validations_total",
+		Help: "Disruption commands decided but dropped because they no longer held after the validation delay, by consolidation type.",
+	}, []string{"consolidation_type"})
 	EligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "karpenter_voluntary_disruption_eligible_nodes",
 		Help: "Nodes that are candidates for disruption, by reason.",
@@ -42,5 +56,20 @@ var (
 
 // Collectors are the package's metrics, for the operator to register.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{Decisions, EligibleNodes, AllowedDisruptions, EvaluationDuration, QueueFailures}
+	return []prometheus.Collector{Decisions, DecisionsByNodePool, FailedValidations, EligibleNodes, AllowedDisruptions, EvaluationDuration, QueueFailures}
+}
+
+// countDecision counts a command carried out: once in all, and once for each
+// NodePool of its candidates.
+func countDecision(cmd *disrupt.Command) {
+	decision, reason, kind := cmd.Decision(), metricReason(cmd.Reason), consolidationType(cmd)
+	Decisions.WithLabelValues(decision, reason, kind).Inc()
+	seen := map[string]bool{}
+	for _, cand := range cmd.Candidates {
+		pool := cand.Pool.NodePool.Name
+		if !seen[pool] {
+			seen[pool] = true
+			DecisionsByNodePool.WithLabelValues(pool, decision, reason, kind).Inc()
+		}
+	}
 }

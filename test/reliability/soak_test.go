@@ -93,7 +93,7 @@ func TestSoak(t *testing.T) {
 	batches := []string{"batch-a", "batch-b", "batch-c"}
 	e.create(deployment(batches[0], 0, "500m", "1Gi"), deployment(batches[1], 0, "1", "2Gi"), deployment(batches[2], 0, "250m", "256Mi"))
 	removals := e.auditRemovals("web", "api")
-	refusedEvents := e.countEvents("FailedEviction")
+	refusedEvents := e.countEvents(pdbRefusal)
 	ctrlStarted := time.Now()
 	ctrl := e.startController("soak", false)
 	if !e.eventually("soak: the fixed Deployments running", suite.deadline, e.podsRunning) {
@@ -377,9 +377,9 @@ type evictionAsks struct {
 	// other counts the other answers by code (404: the pod was gone already).
 	other map[string]int
 	// counted: the controller's metrics have the counter. Without it (no eviction
-	// asked for yet, or a build without it) refused is the FailedEviction events
-	// the test saw, which the event recorder folds and drops past a burst: at most
-	// the refusals.
+	// asked for yet, or a build without it) refused is the refusals the test saw
+	// as FailedDraining events on the nodes (see pdbRefusal), which the event
+	// recorder folds and drops past a burst: at most the refusals.
 	counted bool
 	// maxRefused is twice the backoff's bound, over every PDB-covered pod seen:
 	// more means the drain asks again without waiting.
@@ -417,14 +417,27 @@ func (a evictionAsks) String() string {
 	refused := fmt.Sprintf("%d refused (429: a PDB allowed no disruption then, expected; the drain asks again after a backoff; at most %d for %d PDB-covered pods over %s)",
 		a.refused, a.maxRefused, a.pods, a.over.Round(time.Second))
 	if !a.counted {
-		return fmt.Sprintf("evictions: no %s in the controller's metrics; FailedEviction events: %s", "karpenter_pods_eviction_requests_total", refused)
+		return fmt.Sprintf("evictions: no %s in the controller's metrics; FailedDraining events for a refused eviction: %s", "karpenter_pods_eviction_requests_total", refused)
 	}
 	return fmt.Sprintf("evictions asked for: %d granted; %s; other answers by code: %s", a.granted, refused, formatCounts(a.other))
 }
 
-// eventCounter counts the Events with one reason the test's informer sees, each
-// at its highest count (the recorder folds repeats into one Event): Events expire
-// after an hour, the counter keeps them.
+// pdbRefusal reports an Event that says a PodDisruptionBudget refused an
+// eviction. The drain says so as Karpenter does: a Warning FailedDraining on the
+// node, "Failed to drain node: evicting pod NS/NAME violates a
+// PodDisruptionBudget, …" (before, a FailedEviction on the pod). The drain's
+// other FailedDraining events, for pods it waits on (do-not-disrupt, terminating),
+// are not refusals; nor is an Event the recorder combined from similar ones
+// ("(combined from similar events): …"), which may hold either kind, so the
+// count is at most the refusals.
+func pdbRefusal(ev *corev1.Event) bool {
+	return ev.Reason == "FailedDraining" && ev.InvolvedObject.Kind == "Node" &&
+		strings.HasPrefix(ev.Message, "Failed to drain node: evicting pod ") && strings.Contains(ev.Message, "violates a PodDisruptionBudget")
+}
+
+// eventCounter counts the Events the test's informer sees that a filter admits,
+// each at its highest count (the recorder folds repeats into one Event): Events
+// expire after an hour, the counter keeps them.
 type eventCounter struct {
 	mu     sync.Mutex
 	counts map[string]int32
@@ -440,12 +453,12 @@ func (c *eventCounter) total() int {
 	return n
 }
 
-func (e *env) countEvents(reason string) *eventCounter {
+func (e *env) countEvents(admit func(*corev1.Event) bool) *eventCounter {
 	e.t.Helper()
 	c := &eventCounter{counts: map[string]int32{}}
 	see := func(o any) {
 		ev, ok := o.(*corev1.Event)
-		if !ok || ev.Reason != reason {
+		if !ok || !admit(ev) {
 			return
 		}
 		c.mu.Lock()
@@ -529,4 +542,30 @@ func (a *removalAudit) result() (evicted int, bypassed []string, seen int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.evicted), slices.Sorted(maps.Values(a.bypassed)), len(a.seen)
+}
+
+// The drain's events, as the termination controller words them: only the
+// refused eviction counts.
+func TestPDBRefusalEvents(t *testing.T) {
+	onNode := func(reason, message string) *corev1.Event {
+		return &corev1.Event{Reason: reason, Message: message, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "n"}}
+	}
+	for _, tc := range []struct {
+		name string
+		ev   *corev1.Event
+		want bool
+	}{
+		{"refused by a PDB", onNode("FailedDraining",
+			"Failed to drain node: evicting pod default/web-1 violates a PodDisruptionBudget, retrying in 2s: Cannot evict pod as it would violate the pod's disruption budget."), true},
+		{"waiting on do-not-disrupt", onNode("FailedDraining",
+			"Failed to drain node: 2 pods are waiting to be evicted, first default/pinned-1 (karpenter.sh/do-not-disrupt)"), false},
+		{"combined by the recorder", onNode("FailedDraining",
+			"(combined from similar events): Failed to drain node: evicting pod default/web-1 violates a PodDisruptionBudget, retrying in 4s"), false},
+		{"evicted", &corev1.Event{Reason: "Evicted", Message: "Evicted pod: underutilized", InvolvedObject: corev1.ObjectReference{Kind: "Pod"}}, false},
+		{"the old reason", &corev1.Event{Reason: "FailedEviction", Message: "Eviction refused (PodDisruptionBudget)", InvolvedObject: corev1.ObjectReference{Kind: "Pod"}}, false},
+	} {
+		if got := pdbRefusal(tc.ev); got != tc.want {
+			t.Errorf("%s: pdbRefusal = %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

@@ -641,3 +641,40 @@ func TestClaimStates(t *testing.T) {
 		}
 	}
 }
+
+// A consolidation replacement the plan puts on a capacity reservation is pinned
+// to reserved capacity: if the reservation is full at launch, the launch fails
+// and the command is abandoned, never turned into on-demand.
+func TestReplacementOntoReservationIsPinned(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: v1.CapacityTypeLabelKey,
+		Operator: v1.NodeSelectorOpIn, Values: []string{capacityTypeReserved, v1.CapacityTypeOnDemand}}}
+	types := slices.Clone(c.types)
+	reserved := *types[1]
+	reserved.Requirements = slices.DeleteFunc(slices.Clone(reserved.Requirements), func(r scheduling.Requirement) bool {
+		return r.Key == v1.CapacityTypeLabelKey
+	}).With(scheduling.MustRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand, capacityTypeReserved))
+	od, _ := scheduling.OfferingPrice(c.types, map[string]string{v1.LabelInstanceType: reserved.Name, v1.LabelZone: "zone-a", v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand})
+	reserved.Offerings = append(slices.Clone(reserved.Offerings), scheduling.Offering{Zone: "zone-a", CapacityType: capacityTypeReserved,
+		Price: od * 1e-6, Available: true, ReservationCapacity: 1})
+	types[1] = &reserved
+	c.in.Cluster.NodePools[0].InstanceTypes = types
+	c.node(3, v1.CapacityTypeOnDemand, pod("1", "1Gi"))
+	cmd := Decide(c.in).Command
+	if cmd == nil || len(cmd.Replacements) != 1 {
+		t.Fatalf("want a replacement onto the reservation, got %v", cmd)
+	}
+	r := cmd.Replacements[0]
+	if r.Offering.CapacityType != capacityTypeReserved {
+		t.Fatalf("replacement planned on %s, want reserved", r.Offering.CapacityType)
+	}
+	ct, ok := r.Requirements.Get(v1.CapacityTypeLabelKey)
+	if !ok || ct.Has(v1.CapacityTypeOnDemand) || ct.Has(v1.CapacityTypeSpot) || !ct.Has(capacityTypeReserved) {
+		t.Errorf("replacement capacity types %s, want reserved only", r.Requirements)
+	}
+	for _, it := range r.InstanceTypes {
+		if _, ok := it.CheapestOffering(r.Requirements); !ok {
+			t.Errorf("option %s has no reserved offering", it.Name)
+		}
+	}
+}

@@ -189,7 +189,7 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 		}
 		options = options[:SpotToSpotMinOptions]
 	}
-	r = restrict(r, options)
+	r = pinReserved(restrict(r, options))
 	if spot && !onDemand {
 		// Only spot saves enough: were spot short at launch, an on-demand fallback
 		// would cost more than the nodes it replaces.
@@ -222,7 +222,7 @@ func (d *decider) repack(cmd *Command, plan *scheduling.Plan, current, ceiling f
 		if allSpot && spot {
 			return nil, "spot nodes are not consolidated together into spot"
 		}
-		r = restrict(r, options)
+		r = pinReserved(restrict(r, options))
 		if spot && !onDemand {
 			r = requireCapacityType(r, v1.CapacityTypeSpot)
 		}
@@ -317,6 +317,28 @@ func (d *decider) ceiling(current float64) float64 {
 func underCeiling(it *scheduling.InstanceType, reqs scheduling.Requirements, captype string, ceiling float64) bool {
 	o, ok := it.CheapestOffering(reqs.With(scheduling.MustRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, captype)))
 	return ok && o.Price < ceiling
+}
+
+// capacityTypeReserved is the karpenter.sh/capacity-type of capacity reservations.
+const capacityTypeReserved = "reserved"
+
+// pinReserved narrows a replacement the plan put on reserved capacity to reserved
+// capacity, as Karpenter does: were the reservation full at launch, the launch
+// fails and the command is abandoned, where a fallback to on-demand would cost
+// many times what the plan counted on (and maybe more than the nodes replaced).
+// Its options shrink to the types with a reserved offering it may use.
+func pinReserved(n *scheduling.NewNode) *scheduling.NewNode {
+	if n.Offering.CapacityType != capacityTypeReserved {
+		return n
+	}
+	out := requireCapacityType(n, capacityTypeReserved)
+	var types []*scheduling.InstanceType
+	for _, it := range out.InstanceTypes {
+		if _, ok := it.CheapestOffering(out.Requirements); ok {
+			types = append(types, it)
+		}
+	}
+	return restrict(out, types)
 }
 
 // requireCapacityType narrows a planned node to one capacity type.

@@ -9,8 +9,9 @@
 #   hack/tools.sh [NAME...]
 #
 # NAME is etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok (with its
-# stage configs) or controller-gen; control-plane is the five the sandbox, `make demo`
-# and the end-to-end tests run (all but controller-gen); all (the default) is every one.
+# stage configs), controller-gen or eks-node-referee (the fake AWS's judge of whether
+# a node would join: hack/eksnode); control-plane is the five the sandbox, `make demo`
+# and the end-to-end tests run; all (the default) is every one.
 #
 # The four control-plane binaries share most of their packages (2,442 in all, against
 # 6,216 counted binary by binary); the missing ones are built by one `go build`, which
@@ -40,6 +41,7 @@ CONTROLLER_TOOLS_VERSION=v0.19.0
 K8S_COLD_SECONDS=205 K8S_PACKAGES=2442 K8S_LINK_SECONDS=10
 KWOK_COLD_SECONDS=56 KWOK_PACKAGES=719 KWOK_LINK_SECONDS=3
 CONTROLLER_GEN_COLD_SECONDS=23 CONTROLLER_GEN_PACKAGES=155 CONTROLLER_GEN_LINK_SECONDS=3
+REFEREE_COLD_SECONDS=150 REFEREE_PACKAGES=900 REFEREE_LINK_SECONDS=5
 # estimate COLD PACKAGES LINK TOTAL: the seconds a build compiling TOTAL packages takes.
 estimate() { echo $(($3 + ($1 - $3) * $4 / $2)); }
 
@@ -59,10 +61,10 @@ want=" "
 [ $# -gt 0 ] || set -- all
 for arg in "$@"; do
   case $arg in
-    all) want+="$k8s_tools kwok controller-gen " ;;
+    all) want+="$k8s_tools kwok controller-gen eks-node-referee " ;;
     control-plane) want+="$k8s_tools kwok " ;;
-    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen) want+="$arg " ;;
-    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, control-plane or all)" >&2; exit 2 ;;
+    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen | eks-node-referee) want+="$arg " ;;
+    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, eks-node-referee, control-plane or all)" >&2; exit 2 ;;
   esac
 done
 wants() { case $want in *" $1 "*) return 0 ;; esac; return 1; }
@@ -141,6 +143,9 @@ for name in $k8s_tools; do
 done
 todo_go=""
 wants kwok && { up_to_date kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" && echo "tools: kwok is up to date" || todo_go+="kwok "; }
+# The referee is our own code in its own module: its pin is its sources.
+referee_pin=$(cat hack/eksnode/go.mod hack/eksnode/go.sum hack/eksnode/*.go hack/eksnode/internal/nocontainerd/go.mod | sha256sum | cut -c1-16)
+wants eks-node-referee && { up_to_date eks-node-referee "$referee_pin" && echo "tools: eks-node-referee is up to date" || todo_go+="eks-node-referee "; }
 wants controller-gen && { up_to_date controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" && echo "tools: controller-gen is up to date" || todo_go+="controller-gen "; }
 
 if [ -n "$todo_k8s$todo_go" ]; then
@@ -204,6 +209,20 @@ install_at() {
   echo "tools: built $name in $(dur $((SECONDS - start)))"
 }
 case $todo_go in *kwok*) install_at kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" $KWOK_COLD_SECONDS $KWOK_PACKAGES $KWOK_LINK_SECONDS ;; esac
+if case $todo_go in *eks-node-referee*) true ;; *) false ;; esac; then
+  start=$SECONDS
+  echo "tools: building eks-node-referee from hack/eksnode (nodeadm's API, the kubelet's config packages) ..."
+  run "$work/referee-n.log" bash -c "cd hack/eksnode && CGO_ENABLED=0 exec go build -n -trimpath -ldflags=-s -o '$work/eks-node-referee' ."
+  watch eks-node-referee "$work/referee-n.log"
+  total=$(grep -c '/compile -o ' "$work/referee-n.log" || true)
+  cold=$(estimate $REFEREE_COLD_SECONDS $REFEREE_PACKAGES $REFEREE_LINK_SECONDS "$total")
+  echo "tools: compiling eks-node-referee: $total packages not in the Go build cache yet, usually ~$(dur "$cold") on 2 idle cores ..."
+  run "$work/referee.log" bash -c "cd hack/eksnode && CGO_ENABLED=0 exec go build -v -trimpath -ldflags=-s -o '$work/eks-node-referee' ."
+  watch eks-node-referee "$work/referee.log" "$cold" "$total"
+  mv -f "$work/eks-node-referee" "$bin/eks-node-referee"
+  mark eks-node-referee "$referee_pin"
+  echo "tools: built eks-node-referee in $(dur $((SECONDS - start)))"
+fi
 case $todo_go in *controller-gen*) install_at controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" $CONTROLLER_GEN_COLD_SECONDS $CONTROLLER_GEN_PACKAGES $CONTROLLER_GEN_LINK_SECONDS ;; esac
 
 # kwok's stage configs ship in its module: nodes turn Ready at once and keep a lease

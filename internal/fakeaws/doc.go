@@ -29,5 +29,8 @@
 // latency, eventual consistency (new instances invisible for a while), spot
 // interruptions and the other EventBridge messages Karpenter handles, delivered to
 // the interruption queue as EventBridge delivers them. Kubelet plays the kubelets of
-// the instances against an API server, registering the Node each would.
+// the instances against an API server, registering the Node each would; what each
+// node boots with (or why it never joins) is decided by the eks-node-referee binary
+// (hack/eksnode), which reads the user data with nodeadm's API types and checks the
+// kubelet configuration with the kubelet's own code, never with Tailor's.
 package fakeaws

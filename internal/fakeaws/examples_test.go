@@ -2,6 +2,7 @@ package fakeaws
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,9 +68,7 @@ func TestKubeletOfWindowsImage(t *testing.T) {
 	inv := s.InventorySnapshot()
 	ssmName := "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.34/image_id"
 	image := inv.SSMParameters[ssmName]
-	userData := `<powershell>
-& $EKSBootstrapScriptFile -EKSClusterName 'demo' -KubeletExtraArgs '--node-labels="karpenter.sh/nodepool=win,node.kubernetes.io/windows-build=10.0.20348" --max-pods=29'
-</powershell>`
+	userData := strings.Replace(windowsUserData(clusterOf(s), "--max-pods=9"), "karpenter.sh/nodepool=win", "karpenter.sh/nodepool=win,node.kubernetes.io/windows-build=10.0.20348", 1)
 	lt := must(c.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String("windows"),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(userData)))},

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/nodetailor/tailor/pkg/cloudprovider/allocatable"
 )
 
 // InstanceAnnotation marks the Nodes a Kubelet registered with their instance ID,
@@ -29,20 +28,38 @@ type KubeletOptions struct {
 	// hands the Node to kwok to keep it Ready and run its pods.
 	Annotations map[string]string
 	// VMMemoryOverheadPercent is the share of a type's memory the node does not
-	// see (allocatable.DefaultVMMemoryOverheadPercent when zero).
+	// see (DefaultVMMemoryOverheadPercent when zero).
 	VMMemoryOverheadPercent float64
+	// Referee is the eks-node-referee binary that boots each instance (by default
+	// the one in localcluster.BinDir, built by `make tools`).
+	Referee string
 }
+
+// DefaultVMMemoryOverheadPercent is the share of an instance type's memory a node
+// does not see: EKS nodes report 5–8% less than EC2 lists (the hypervisor and the
+// kernel's own reservations), Karpenter's documented default is 7.5%.
+const DefaultVMMemoryOverheadPercent = 0.075
 
 // Kubelet plays the kubelets of a server's instances against an API server: a
 // running instance's kubelet registers its Node (named by the instance's private
-// DNS name, providerID aws:///<zone>/<id>, well-known labels, the labels, taints
-// and kubelet settings of its user data, capacity and allocatable as an EKS node
-// has them); a terminated instance's Node is deleted, as the cloud node
-// lifecycle controller does.
+// DNS name, providerID aws:///<zone>/<id>, the well-known labels the kubelet and
+// the cloud controller manager set), with the labels, taints, capacity and
+// allocatable its boot agent and kubelet would give it; a terminated instance's
+// Node is deleted, as the cloud node lifecycle controller does.
+//
+// What the node boots with is not decided here: the eks-node-referee binary
+// (hack/eksnode) reads the user data as nodeadm, bootstrap.sh, the Windows
+// bootstrap script or Bottlerocket would and checks the kubelet configuration with
+// the kubelet's own code, so that nothing Tailor computes is taken on trust. An
+// instance whose node would never join never registers; BootError says why.
 type Kubelet struct {
 	server *Server
 	kube   client.Client
 	opts   KubeletOptions
+
+	mu sync.Mutex
+	// failed holds why an instance's node never joined, by instance ID.
+	failed map[string]string
 }
 
 // NewKubelet returns the kubelets of s's instances, writing Nodes through kube.
@@ -51,9 +68,9 @@ func NewKubelet(s *Server, kube client.Client, opts KubeletOptions) *Kubelet {
 		opts.Annotations = map[string]string{"kwok.x-k8s.io/node": "fake"}
 	}
 	if opts.VMMemoryOverheadPercent == 0 {
-		opts.VMMemoryOverheadPercent = allocatable.DefaultVMMemoryOverheadPercent
+		opts.VMMemoryOverheadPercent = DefaultVMMemoryOverheadPercent
 	}
-	return &Kubelet{server: s, kube: kube, opts: opts}
+	return &Kubelet{server: s, kube: kube, opts: opts, failed: map[string]string{}}
 }
 
 // Run syncs every interval until ctx ends. Errors are retried at the next tick
@@ -74,6 +91,14 @@ func (k *Kubelet) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
+// BootError says why the instance's node never joined ("" when it did or has not
+// booted yet).
+func (k *Kubelet) BootError(instanceID string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.failed[instanceID]
+}
+
 // bootingInstance is what a kubelet needs of its instance.
 type bootingInstance struct {
 	inst Instance
@@ -82,6 +107,8 @@ type bootingInstance struct {
 	due bool
 	// os is the kubelet's operating system, its image's platform.
 	os string
+	// request is what the referee is asked about it.
+	request refereeNode
 }
 
 // Sync registers the Nodes of instances due to register and deletes those of
@@ -92,13 +119,21 @@ func (k *Kubelet) Sync(ctx context.Context) error {
 	s.settleLocked()
 	now := s.now()
 	order := append([]string(nil), s.ec2.order...)
+	cluster := s.inv.cluster
 	byID := map[string]bootingInstance{}
 	for _, id := range order {
 		i := s.ec2.instances[id]
 		b := bootingInstance{inst: s.snapshotLocked(i), typ: s.inv.types[i.Type], os: "linux",
 			due: i.State == stateRunning && !now.Before(i.StateAt.Add(k.opts.RegistrationDelay))}
-		if j := slices.IndexFunc(s.inv.images, func(im *Image) bool { return im.ID == i.ImageID }); j >= 0 && s.inv.images[j].Platform == "windows" {
+		var im *Image
+		if j := slices.IndexFunc(s.inv.images, func(im *Image) bool { return im.ID == i.ImageID }); j >= 0 {
+			im = s.inv.images[j]
+		}
+		if im != nil && im.Platform == "windows" {
 			b.os = "windows"
+		}
+		if b.due && b.typ != nil {
+			b.request = k.requestLocked(i, b.typ, im, cluster)
 		}
 		byID[id] = b
 	}
@@ -125,20 +160,41 @@ func (k *Kubelet) Sync(ctx context.Context) error {
 			}
 		}
 	}
-	var errs []string
+	var booting []bootingInstance
+	k.mu.Lock()
 	for _, id := range order {
 		b, ok := byID[id]
-		if !ok || !b.due || registered[id] || b.typ == nil {
+		if !ok || !b.due || registered[id] || b.typ == nil || k.failed[id] != "" {
 			continue
 		}
-		node, err := k.node(b, now)
+		booting = append(booting, b)
+	}
+	k.mu.Unlock()
+	if len(booting) == 0 {
+		return nil
+	}
+	results, err := k.referee(ctx, booting)
+	if err != nil {
+		return err
+	}
+	var errs []string
+	for j, b := range booting {
+		r := results[j]
+		if r.Error != "" {
+			// The instance runs, but its node never joins, as on EC2.
+			k.mu.Lock()
+			k.failed[b.inst.ID] = r.Error
+			k.mu.Unlock()
+			errs = append(errs, fmt.Sprintf("instance %s: its node never joins: %s", b.inst.ID, r.Error))
+			continue
+		}
+		node, err := k.node(b, r, now)
 		if err != nil {
-			// The instance boots, but its kubelet cannot start: no Node, as on EC2.
-			errs = append(errs, fmt.Sprintf("instance %s: %v", id, err))
+			errs = append(errs, fmt.Sprintf("instance %s: %v", b.inst.ID, err))
 			continue
 		}
 		if err := k.kube.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Sprintf("registering node %s of %s: %v", node.Name, id, err))
+			errs = append(errs, fmt.Sprintf("registering node %s of %s: %v", node.Name, b.inst.ID, err))
 		}
 	}
 	if len(errs) > 0 {
@@ -147,34 +203,37 @@ func (k *Kubelet) Sync(ctx context.Context) error {
 	return nil
 }
 
-// node is the Node the instance's kubelet registers.
-func (k *Kubelet) node(b bootingInstance, now time.Time) (*corev1.Node, error) {
-	bc, err := parseUserData(b.inst.UserData)
-	if err != nil {
-		return nil, err
-	}
+// node is the Node the instance's kubelet registers, as the referee answered.
+func (k *Kubelet) node(b bootingInstance, r refereeResult, now time.Time) (*corev1.Node, error) {
 	t := b.typ
 	arch := map[string]string{"x86_64": "amd64", "arm64": "arm64"}[t.Arch]
-	model := allocatable.EKS{VMMemoryOverheadPercent: k.opts.VMMemoryOverheadPercent, Kubelet: bc.kubelet}
-	shape := allocatable.Shape{
-		CPU:    *resource.NewQuantity(int64(t.VCPUs), resource.DecimalSI),
-		Memory: *resource.NewQuantity(t.MemoryMiB<<20, resource.BinarySI),
-		Pods:   int64(t.ENIs)*int64(t.IPv4PerENI-1) + 2,
-		Arch:   arch,
+	capacity, alloc := corev1.ResourceList{}, corev1.ResourceList{}
+	for name, v := range r.Capacity {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("the referee's capacity %s=%q: %w", name, v, err)
+		}
+		capacity[corev1.ResourceName(name)] = q
 	}
-	n, err := model.Node(shape)
-	if err != nil {
-		return nil, err
+	for name, v := range r.Allocatable {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("the referee's allocatable %s=%q: %w", name, v, err)
+		}
+		alloc[corev1.ResourceName(name)] = q
 	}
-	capacity := n.Capacity
-	alloc := n.Allocatable()
+	// What device plugins add (the NVIDIA plugin, a DaemonSet on GPU nodes).
 	if t.GPUs > 0 {
 		gpus := *resource.NewQuantity(int64(t.GPUs), resource.DecimalSI)
 		capacity["nvidia.com/gpu"], alloc["nvidia.com/gpu"] = gpus, gpus.DeepCopy()
 	}
+	var taints []corev1.Taint
+	for _, tt := range r.Taints {
+		taints = append(taints, corev1.Taint{Key: tt.Key, Value: tt.Value, Effect: corev1.TaintEffect(tt.Effect)})
+	}
 	name := b.inst.PrivateDNSName
 	labels := map[string]string{}
-	maps.Copy(labels, bc.labels)
+	maps.Copy(labels, r.Labels)
 	// What the kubelet and the cloud controller manager set themselves.
 	maps.Copy(labels, map[string]string{
 		corev1.LabelHostname:                       name,
@@ -197,7 +256,7 @@ func (k *Kubelet) node(b bootingInstance, now time.Time) (*corev1.Node, error) {
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},
-		Spec:       corev1.NodeSpec{ProviderID: b.inst.ProviderID(), Taints: bc.taints},
+		Spec:       corev1.NodeSpec{ProviderID: b.inst.ProviderID(), Taints: taints},
 		Status: corev1.NodeStatus{
 			Capacity: capacity, Allocatable: alloc, Phase: corev1.NodeRunning,
 			// A kubelet registers with its conditions set; a booted one is ready.

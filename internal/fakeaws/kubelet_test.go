@@ -2,6 +2,7 @@ package fakeaws
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,13 +10,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
-const al2023UserData = `MIME-Version: 1.0
+// The cluster the referee tests' nodes join.
+var refCluster = refereeCluster{Name: "tailor", Endpoint: "https://example.com",
+	CertificateAuthority: base64.StdEncoding.EncodeToString([]byte("CA")), ServiceCIDR: "10.100.0.0/16"}
+
+// al2023UserData is a NodeConfig for cluster c, in Karpenter's MIME layout, with
+// kubelet settings and a shell script part.
+func al2023UserData(c refereeCluster, kubeletConfig string) string {
+	return `MIME-Version: 1.0
 Content-Type: multipart/mixed; boundary="//"
 
 --//
@@ -25,12 +34,13 @@ apiVersion: node.eks.aws/v1alpha1
 kind: NodeConfig
 spec:
   cluster:
-    name: tailor
+    name: ` + c.Name + `
+    apiServerEndpoint: ` + c.Endpoint + `
+    certificateAuthority: ` + c.CertificateAuthority + `
+    cidr: ` + c.ServiceCIDR + `
   kubelet:
     config:
-      maxPods: 20
-      kubeReserved:
-        cpu: 100m
+` + kubeletConfig + `
     flags:
     - --node-labels="karpenter.sh/nodepool=default,karpenter.sh/capacity-type=on-demand"
     - --register-with-taints="karpenter.sh/unregistered:NoExecute,dedicated=gpu:NoSchedule"
@@ -43,11 +53,19 @@ echo hello
 
 --//--
 `
+}
 
-const bottlerocketUserData = `[settings.kubernetes]
-api-server = "https://example.com"
+const al2023Kubelet = `      maxPods: 20
+      kubeReserved:
+        cpu: 100m`
+
+func bottlerocketUserData(c refereeCluster, extra string) string {
+	return `[settings.kubernetes]
+cluster-name = "` + c.Name + `"
+api-server = "` + c.Endpoint + `"
+cluster-certificate = "` + c.CertificateAuthority + `"
 max-pods = 17
-
+` + extra + `
 [settings.kubernetes.node-labels]
 "karpenter.sh/nodepool" = "br"
 
@@ -55,42 +73,133 @@ max-pods = 17
 "karpenter.sh/unregistered" = [":NoExecute"]
 "dedicated" = ["gpu:NoSchedule"]
 `
+}
 
-const bootstrapUserData = `#!/bin/bash
-/etc/eks/bootstrap.sh tailor --kubelet-extra-args '--node-labels=karpenter.sh/nodepool=custom --register-with-taints=karpenter.sh/unregistered:NoExecute --max-pods=11'
+func bootstrapUserData(c refereeCluster, extraArgs string) string {
+	return `#!/bin/bash -xe
+/etc/eks/bootstrap.sh '` + c.Name + `' --apiserver-endpoint '` + c.Endpoint + `' --b64-cluster-ca '` + c.CertificateAuthority + `' \
+--container-runtime containerd \
+--dns-cluster-ip '10.100.0.10' \
+--use-max-pods false \
+--kubelet-extra-args '--node-labels="karpenter.sh/nodepool=custom" --register-with-taints="karpenter.sh/unregistered:NoExecute" ` + extraArgs + `'
 `
+}
 
-func TestParseUserData(t *testing.T) {
-	unregistered := corev1.Taint{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}
-	gpu := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+func windowsUserData(c refereeCluster, extraArgs string) string {
+	return `<powershell>
+[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1"
+& $EKSBootstrapScriptFile -EKSClusterName '` + c.Name + `' -APIServerEndpoint '` + c.Endpoint + `' -Base64ClusterCA '` + c.CertificateAuthority + `' -KubeletExtraArgs '--node-labels="karpenter.sh/nodepool=win" ` + extraArgs + `' -DNSClusterIP '10.100.0.10' -ContainerRuntime "containerd"
+</powershell>`
+}
+
+// boot asks the referee about one node of type m5.large (2 vCPUs, 8 GiB, 3 ENIs of
+// 10 addresses: 29 pods) unless the request says otherwise.
+func boot(t *testing.T, n refereeNode) refereeResult {
+	t.Helper()
+	if n.InstanceType == "" {
+		n.InstanceType, n.VCPUs, n.MemoryMiB = "m5.large", 2, 8192
+	}
+	n.Instance, n.VMMemoryOverheadPercent, n.KubeletVolumeGiB = "i-0", DefaultVMMemoryOverheadPercent, 20
+	if n.Cluster == (refereeCluster{}) {
+		n.Cluster = refCluster
+	}
+	k := NewKubelet(nil, nil, KubeletOptions{})
+	res, err := k.referee(ctx(t), []bootingInstance{{request: n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0]
+}
+
+// Each family's user data is read as its boot agent reads it: the labels, taints
+// and max pods the node registers with.
+func TestRefereeBootsEachFamily(t *testing.T) {
+	unregistered := refereeTaint{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}
+	gpu := refereeTaint{Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}
 	for _, tc := range []struct {
-		name, userData string
-		labels         map[string]string
-		taints         []corev1.Taint
-		maxPods        int32
+		name, family, userData string
+		labels                 map[string]string
+		taints                 []refereeTaint
+		pods, cpu, memory      string
 	}{
-		{"al2023", al2023UserData, map[string]string{"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "on-demand"}, []corev1.Taint{unregistered, gpu}, 20},
-		{"bottlerocket", bottlerocketUserData, map[string]string{"karpenter.sh/nodepool": "br"}, []corev1.Taint{unregistered, gpu}, 17},
-		{"bootstrap.sh", bootstrapUserData, map[string]string{"karpenter.sh/nodepool": "custom"}, []corev1.Taint{unregistered}, 11},
+		// 7577Mi seen; nodeadm reserves 11Mi × 29 ENI pods + 255Mi whatever maxPods
+		// says, and the user's kubeReserved cpu replaces nodeadm's 70m.
+		{"al2023", "AL2023", al2023UserData(refCluster, al2023Kubelet), map[string]string{"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "on-demand"},
+			[]refereeTaint{unregistered, gpu}, "20", "1900m", "6903Mi"},
+		{"bottlerocket", "Bottlerocket", bottlerocketUserData(refCluster, ""), map[string]string{"karpenter.sh/nodepool": "br"}, []refereeTaint{unregistered, gpu}, "17", "1930m", "6903Mi"},
+		{"bootstrap.sh", "AL2", bootstrapUserData(refCluster, "--max-pods=11"), map[string]string{"karpenter.sh/nodepool": "custom"}, []refereeTaint{unregistered}, "11", "1930m", "6903Mi"},
+		// Windows: the primary interface's addresses less the node's own.
+		// 7577Mi less 11Mi × 9 + 255Mi and 100Mi.
+		{"windows", "Windows", windowsUserData(refCluster, "--max-pods=9"), map[string]string{"karpenter.sh/nodepool": "win"}, nil, "9", "1930m", "7123Mi"},
+		{"sniffed", "", al2023UserData(refCluster, al2023Kubelet), map[string]string{"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "on-demand"},
+			[]refereeTaint{unregistered, gpu}, "20", "1900m", "6903Mi"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bc, err := parseUserData(tc.userData)
-			if err != nil {
-				t.Fatal(err)
+			r := boot(t, refereeNode{Family: tc.family, UserData: tc.userData})
+			if r.Error != "" {
+				t.Fatalf("the node does not join: %s", r.Error)
 			}
-			if diff := cmp.Diff(tc.labels, bc.labels); diff != "" {
+			if diff := cmp.Diff(tc.labels, r.Labels); diff != "" {
 				t.Errorf("labels (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.taints, bc.taints); diff != "" {
+			if diff := cmp.Diff(tc.taints, r.Taints, cmpopts.SortSlices(func(a, b refereeTaint) bool { return a.Key < b.Key })); diff != "" {
 				t.Errorf("taints (-want +got):\n%s", diff)
 			}
-			if bc.kubelet.MaxPods == nil || *bc.kubelet.MaxPods != tc.maxPods {
-				t.Errorf("maxPods %v, want %d", bc.kubelet.MaxPods, tc.maxPods)
+			for name, want := range map[string]string{"pods": tc.pods, "cpu": tc.cpu, "memory": tc.memory} {
+				if got := resource.MustParse(r.Allocatable[name]); got.Cmp(resource.MustParse(want)) != 0 {
+					t.Errorf("allocatable %s = %s, want %s", name, r.Allocatable[name], want)
+				}
 			}
 		})
 	}
-	if _, err := parseUserData("#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=a:Sometimes'"); err == nil {
-		t.Errorf("a taint with an unknown effect should not parse")
+}
+
+// User data the real boot agent or kubelet refuses, or that joins the wrong
+// cluster, leaves a node that never registers, and says why.
+func TestRefereeRefuses(t *testing.T) {
+	other := refCluster
+	other.CertificateAuthority = base64.StdEncoding.EncodeToString([]byte("another CA"))
+	noCIDR := refCluster
+	noCIDR.ServiceCIDR = ""
+	for _, tc := range []struct {
+		name, family, userData, want string
+	}{
+		{"evictionSoft without its grace period", "AL2023", al2023UserData(refCluster, "      evictionSoft:\n        memory.available: 5%"),
+			"grace period must be specified for the soft eviction threshold memory.available"},
+		{"a kubelet field nodeadm's kubelet does not know", "AL2023", al2023UserData(refCluster, "      maxPod: 20"), `unknown field "maxPod"`},
+		{"a NodeConfig field nodeadm does not know", "AL2023", strings.Replace(al2023UserData(refCluster, al2023Kubelet), "  kubelet:", "  kubelets: {}\n  kubelet:", 1), `unknown field "spec.kubelets"`},
+		{"no service CIDR", "AL2023", al2023UserData(noCIDR, al2023Kubelet), "CIDR is missing in cluster configuration"},
+		{"another cluster's CA", "AL2023", al2023UserData(other, al2023Kubelet), "certificate authority is not the cluster's"},
+		// nodeadm reads the MIME headers from the first byte.
+		{"MIME after a blank line", "AL2023", "\n" + al2023UserData(refCluster, al2023Kubelet), "decoding a NodeConfig"},
+		{"a shell part that does not parse", "AL2023", strings.Replace(al2023UserData(refCluster, al2023Kubelet), "echo hello", "if then fi", 1), "does not parse"},
+		{"a kubernetes.io label the kubelet may not set", "AL2023", strings.Replace(al2023UserData(refCluster, al2023Kubelet), "karpenter.sh/nodepool=default", "kubernetes.io/role=worker", 1), "unknown 'kubernetes.io' or 'k8s.io' labels"},
+		{"an unknown kubelet flag", "AL2", bootstrapUserData(refCluster, "--max-pod=11"), "unknown flag: --max-pod"},
+		{"a taint with an unknown effect", "AL2", bootstrapUserData(refCluster, "--register-with-taints=a:Sometimes"), "Sometimes"},
+		{"a bootstrap.sh option it does not know", "AL2", strings.Replace(bootstrapUserData(refCluster, ""), "--use-max-pods false", "--use-max-pods false --max-pods 11", 1), "unknown option --max-pods"},
+		{"imageGC low above high", "AL2", bootstrapUserData(refCluster, "--image-gc-high-threshold=50 --image-gc-low-threshold=60"), "imageGCLowThresholdPercent"},
+		{"a Bottlerocket setting it does not know", "Bottlerocket", bottlerocketUserData(refCluster, `eviction-soft-grace = "1m"`), "unknown setting settings.kubernetes.eviction-soft-grace"},
+		{"Bottlerocket evictionSoft without its grace period", "Bottlerocket", bottlerocketUserData(refCluster, "[settings.kubernetes.eviction-soft]\n\"memory.available\" = \"10%\"\n"), "grace period must be specified"},
+		{"a Windows parameter it does not know", "Windows", strings.Replace(windowsUserData(refCluster, ""), "-ContainerRuntime", "-Runtime", 1), "parameter name \"Runtime\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := boot(t, refereeNode{Family: tc.family, UserData: tc.userData})
+			if !strings.Contains(r.Error, tc.want) {
+				t.Errorf("error %q, want one saying %q", r.Error, tc.want)
+			}
+		})
+	}
+}
+
+// Max pods come from AWS's own per-type limits, the default network card's
+// interfaces only (as EKS publishes: p5.48xlarge 100, not 3,138).
+func TestRefereeMaxPodsFromAWSLimits(t *testing.T) {
+	for typ, want := range map[string]string{"p5.48xlarge": "100", "m5.large": "29", "m5.24xlarge": "737", "t3.micro": "4", "trn1.32xlarge": "247"} {
+		r := boot(t, refereeNode{Family: "Bottlerocket", UserData: strings.Replace(bottlerocketUserData(refCluster, ""), "max-pods = 17\n", "", 1),
+			InstanceType: typ, VCPUs: 8, MemoryMiB: 32768})
+		if r.Error != "" || r.Capacity["pods"] != want {
+			t.Errorf("%s: pods %q (%s), want %s", typ, r.Capacity["pods"], r.Error, want)
+		}
 	}
 }
 
@@ -100,13 +209,13 @@ func TestKubeletRegistersAndRemovesNodes(t *testing.T) {
 	inv := s.InventorySnapshot()
 	var image string
 	for _, im := range inv.Images {
-		if im.Architecture == "x86_64" {
+		if im.Architecture == "x86_64" && strings.Contains(im.Name, "al2023") {
 			image = im.ID
 		}
 	}
 	lt := must(c.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String("nodes"),
-		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData)))},
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData(clusterOf(s), al2023Kubelet))))},
 	})).ok(t)
 	out := must(c.CreateFleet(ctx(t), &ec2.CreateFleetInput{
 		Type: ec2types.FleetTypeInstant,
@@ -162,8 +271,9 @@ func TestKubeletRegistersAndRemovesNodes(t *testing.T) {
 		t.Errorf("taints %v", n.Spec.Taints)
 	}
 	// m5.large with maxPods 20 and kube-reserved cpu 100m: memory 8192Mi less 7.5%
-	// (615Mi) is 7577Mi; kube-reserved memory 11Mi × 20 + 255Mi = 475Mi; eviction 100Mi.
-	want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m"), corev1.ResourceMemory: resource.MustParse("7002Mi"), corev1.ResourcePods: resource.MustParse("20")}
+	// (615Mi) is 7577Mi; nodeadm's kube-reserved memory follows the ENI max pods,
+	// 11Mi × 29 + 255Mi = 574Mi; eviction 100Mi.
+	want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m"), corev1.ResourceMemory: resource.MustParse("6903Mi"), corev1.ResourcePods: resource.MustParse("20")}
 	for name, q := range want {
 		if have := n.Status.Allocatable[name]; have.Cmp(q) != 0 {
 			t.Errorf("allocatable %s = %s, want %s", name, have.String(), q.String())
@@ -193,5 +303,56 @@ func TestKubeletRegistersAndRemovesNodes(t *testing.T) {
 	}
 	if err := kube.Get(ctx(t), client.ObjectKey{Name: inst.PrivateDNSName}, &corev1.Node{}); err == nil {
 		t.Errorf("the terminated instance's node is still there")
+	}
+}
+
+// clusterOf is the cluster a server's nodes join, as the referee is told it.
+func clusterOf(s *Server) refereeCluster {
+	c := s.Cluster()
+	return refereeCluster{Name: c.Name, Endpoint: c.Endpoint, CertificateAuthority: c.CertificateAuthority, ServiceCIDR: c.ServiceIPv4CIDR}
+}
+
+// An instance whose user data its boot agent refuses runs, but its node never
+// registers, and the kubelet says why.
+func TestKubeletOfARefusedBoot(t *testing.T) {
+	s, clk := startClocked(t, Options{PendingDelay: time.Second})
+	c := ec2Client(s)
+	inv := s.InventorySnapshot()
+	var image string
+	for _, im := range inv.Images {
+		if im.Architecture == "x86_64" && strings.Contains(im.Name, "al2023") {
+			image = im.ID
+		}
+	}
+	wrong := clusterOf(s)
+	wrong.Endpoint = "https://elsewhere.example.com"
+	lt := must(c.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("nodes"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData(wrong, al2023Kubelet))))},
+	})).ok(t)
+	out := must(c.CreateFleet(ctx(t), &ec2.CreateFleetInput{
+		Type: ec2types.FleetTypeInstant,
+		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: lt.LaunchTemplate.LaunchTemplateId, Version: aws.String("$Latest")},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: aws.String(inv.Subnets[0].ID)}},
+		}},
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
+	})).ok(t)
+	id := out.Instances[0].InstanceIds[0]
+	kube := fake.NewClientBuilder().Build()
+	k := NewKubelet(s, kube, KubeletOptions{})
+	clk.Step(time.Second)
+	if err := k.Sync(ctx(t)); err == nil || !strings.Contains(err.Error(), "never joins") {
+		t.Errorf("sync: %v, want the instance's node refused", err)
+	}
+	if err := k.Sync(ctx(t)); err != nil {
+		t.Errorf("a second sync asked again: %v", err)
+	}
+	if why := k.BootError(id); !strings.Contains(why, "API server endpoint") {
+		t.Errorf("BootError %q, want the wrong endpoint named", why)
+	}
+	list := &corev1.NodeList{}
+	if err := kube.List(ctx(t), list); err != nil || len(list.Items) != 0 {
+		t.Errorf("nodes %v (%v), want none", list.Items, err)
 	}
 }

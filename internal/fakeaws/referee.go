@@ -1,0 +1,157 @@
+package fakeaws
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/nodetailor/tailor/internal/localcluster"
+)
+
+// The request and answer of the eks-node-referee binary (hack/eksnode), which
+// boots an instance as its real boot agent and kubelet would. Its types live in
+// its own module; these mirror their JSON.
+type refereeNode struct {
+	Instance                string         `json:"instance"`
+	Family                  string         `json:"family,omitempty"`
+	UserData                string         `json:"userData"`
+	InstanceType            string         `json:"instanceType"`
+	VCPUs                   int64          `json:"vcpus"`
+	MemoryMiB               int64          `json:"memoryMiB"`
+	VMMemoryOverheadPercent float64        `json:"vmMemoryOverheadPercent"`
+	KubeletVolumeGiB        int64          `json:"kubeletVolumeGiB"`
+	InstanceStoreGiB        int64          `json:"instanceStoreGiB,omitempty"`
+	Cluster                 refereeCluster `json:"cluster"`
+}
+
+type refereeCluster struct {
+	Name                 string `json:"name"`
+	Endpoint             string `json:"endpoint"`
+	CertificateAuthority string `json:"certificateAuthority"`
+	ServiceCIDR          string `json:"serviceCIDR"`
+}
+
+type refereeResult struct {
+	Instance    string            `json:"instance"`
+	Error       string            `json:"error"`
+	Family      string            `json:"family"`
+	Labels      map[string]string `json:"labels"`
+	Taints      []refereeTaint    `json:"taints"`
+	Capacity    map[string]string `json:"capacity"`
+	Allocatable map[string]string `json:"allocatable"`
+	ClusterDNS  []string          `json:"clusterDNS"`
+}
+
+type refereeTaint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Effect string `json:"effect"`
+}
+
+// requestLocked is what the referee is told of an instance: EC2's facts about it
+// and its image, and the cluster DescribeCluster describes.
+func (k *Kubelet) requestLocked(i *instance, t *instanceType, im *Image, cluster Cluster) refereeNode {
+	family, device := imageFamily(im)
+	return refereeNode{
+		Instance: i.ID, Family: family, UserData: i.UserData, InstanceType: t.Name,
+		VCPUs: int64(t.VCPUs), MemoryMiB: t.MemoryMiB, VMMemoryOverheadPercent: k.opts.VMMemoryOverheadPercent,
+		KubeletVolumeGiB: k.server.volumeSizeLocked(i, im, device), InstanceStoreGiB: t.StorageGB,
+		Cluster: refereeCluster{Name: cluster.Name, Endpoint: cluster.Endpoint,
+			CertificateAuthority: cluster.CertificateAuthority, ServiceCIDR: cluster.ServiceIPv4CIDR},
+	}
+}
+
+// imageFamily is the operating system an image boots, from its name and platform
+// as EKS publishes them, and the device the kubelet's directory is on (the root
+// volume, or Bottlerocket's data volume). Unknown images leave it to the user data.
+func imageFamily(im *Image) (family, device string) {
+	if im == nil {
+		return "", "/dev/xvda"
+	}
+	name := strings.ToLower(im.Name)
+	switch {
+	case im.Platform == "windows":
+		return "Windows", im.RootDeviceName
+	case strings.Contains(name, "bottlerocket"):
+		return "Bottlerocket", "/dev/xvdb"
+	case strings.Contains(name, "al2023"):
+		return "AL2023", im.RootDeviceName
+	case strings.HasPrefix(name, "amazon-eks-node-") || strings.HasPrefix(name, "amazon-eks-gpu-node-") || strings.HasPrefix(name, "amazon-eks-arm64-node-"):
+		return "AL2", im.RootDeviceName
+	}
+	return "", im.RootDeviceName
+}
+
+// volumeSizeLocked is the size of the instance's volume on device: the launch
+// template's mapping if it has one for it, else the image's.
+func (s *Server) volumeSizeLocked(i *instance, im *Image, device string) int64 {
+	if lt := s.ec2.templates[i.TemplateID]; lt != nil {
+		for n := 1; ; n++ {
+			dev, ok := lt.Data["BlockDeviceMapping."+strconv.Itoa(n)+".DeviceName"]
+			if !ok {
+				break
+			}
+			if dev == device {
+				if v, err := strconv.ParseInt(lt.Data["BlockDeviceMapping."+strconv.Itoa(n)+".Ebs.VolumeSize"], 10, 64); err == nil {
+					return v
+				}
+			}
+		}
+	}
+	if im != nil {
+		for _, b := range im.BlockDevices {
+			if b.DeviceName == device {
+				return int64(b.VolumeSize)
+			}
+		}
+	}
+	return 20
+}
+
+// referee asks the eks-node-referee binary to boot the instances, in one run.
+func (k *Kubelet) referee(ctx context.Context, booting []bootingInstance) ([]refereeResult, error) {
+	bin := k.opts.Referee
+	if bin == "" {
+		dir, err := localcluster.BinDir()
+		if err != nil {
+			return nil, err
+		}
+		bin = filepath.Join(dir, "eks-node-referee")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("the fake AWS boots nodes with %s, which is missing: run `make tools TOOLS=eks-node-referee`", bin)
+	}
+	req := struct {
+		Nodes []refereeNode `json:"nodes"`
+	}{}
+	for _, b := range booting {
+		req.Nodes = append(req.Nodes, b.request)
+	}
+	in, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Stdin = bytes.NewReader(in)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("eks-node-referee: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var resp struct {
+		Nodes []refereeResult `json:"nodes"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
+		return nil, fmt.Errorf("eks-node-referee's answer: %w", err)
+	}
+	if len(resp.Nodes) != len(booting) {
+		return nil, fmt.Errorf("eks-node-referee answered %d instances of %d", len(resp.Nodes), len(booting))
+	}
+	return resp.Nodes, nil
+}

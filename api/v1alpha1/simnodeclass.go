@@ -75,6 +75,15 @@ type SimNodeClassSpec struct {
 	// of its root volume for eviction.
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+	// PerNodeCost is what each node costs per hour besides its instance, as a
+	// plain decimal in the catalog's currency ("0.0072": an EC2 node's 20Gi gp3
+	// root volume and public IPv4 address, say): the simulated cloud's stand-in
+	// for the volumes and addresses a real cloud bills per node. The scheduling
+	// engine adds it to every new node's price, as it adds an EC2NodeClass's.
+	// +kubebuilder:validation:Pattern:=`^[0-9]{1,4}(\.[0-9]{1,9})?$`
+	// +kubebuilder:validation:MaxLength:=14
+	// +optional
+	PerNodeCost string `json:"perNodeCost,omitempty"`
 }
 
 // LatencyProfile names a latency model of the simulated cloud.

@@ -305,16 +305,22 @@ func TestSimulateOutputSchema(t *testing.T) {
 		}
 		checkSnakeCase(t, "line", l)
 	}
-	if diff := cmp.Diff([]string{"lower_bound", "new_node", "unschedulable"}, kinds); diff != "" {
+	if diff := cmp.Diff([]string{"lower_bound", "costs", "new_node", "unschedulable"}, kinds); diff != "" {
 		t.Errorf("line kinds (-want +got):\n%s", diff)
 	}
-	node := lines[2]["new_node"].(map[string]any)
-	for _, field := range []string{"name", "node_pool", "instance_type", "zone", "capacity_type", "price_per_hour", "instance_type_options", "requests", "pods"} {
+	costs := lines[2]["costs"].(map[string]any)
+	for _, field := range []string{"instances", "volumes", "addresses", "per_node"} {
+		if _, ok := costs[field]; !ok {
+			t.Errorf("costs has no %s: %v", field, costs)
+		}
+	}
+	node := lines[3]["new_node"].(map[string]any)
+	for _, field := range []string{"name", "node_pool", "instance_type", "zone", "capacity_type", "price_per_hour", "node_cost_per_hour", "instance_type_options", "requests", "pods"} {
 		if _, ok := node[field]; !ok {
 			t.Errorf("new_node has no %s: %v", field, node)
 		}
 	}
-	if u := lines[3]["unschedulable"].(map[string]any); u["pod"] != "default/huge" || u["reason"] == "" {
+	if u := lines[4]["unschedulable"].(map[string]any); u["pod"] != "default/huge" || u["reason"] == "" {
 		t.Errorf("unschedulable line %v", u)
 	}
 

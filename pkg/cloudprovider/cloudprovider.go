@@ -135,6 +135,24 @@ func IsNodeClassNotReady(err error) bool {
 	return errors.As(err, &target)
 }
 
+// NodeCoster is implemented by providers whose nodes cost more than their
+// instances: the volumes and public addresses that come with each node. The
+// scheduling engine adds the cost to every new node's price
+// (scheduling.NodePool.NodeCost), so many small nodes are weighed at what they
+// are billed.
+type NodeCoster interface {
+	NodeCost(ctx context.Context, pool *v1.NodePool) (scheduling.NodeCost, error)
+}
+
+// NodeCosts is cp's per-node costs, or nil when it bills nothing per node. cp
+// must be the provider itself, not a decorator around it.
+func NodeCosts(cp CloudProvider) func(context.Context, *v1.NodePool) (scheduling.NodeCost, error) {
+	if coster, ok := cp.(NodeCoster); ok {
+		return coster.NodeCost
+	}
+	return nil
+}
+
 // Interruption is a provider's notice that an instance will be taken away: a spot
 // reclaim, scheduled maintenance.
 type Interruption struct {

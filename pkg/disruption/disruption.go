@@ -171,8 +171,8 @@ type Candidate struct {
 	Claim *v1.NodeClaim
 	Node  *scheduling.Node
 	Pool  *scheduling.NodePool
-	// Price is what the node costs per hour (its offering's price; zero if the
-	// provider no longer lists it).
+	// Price is what the node costs per hour: its offering's price and its pool's
+	// per-node cost (zero if the provider no longer lists the offering).
 	Price        float64
 	CapacityType string
 	// Pods are the pods that would have to move: not DaemonSet, mirror or finished.
@@ -335,7 +335,9 @@ func newDecider(in *Input) *decider {
 
 func (d *decider) candidate(nc *v1.NodeClaim, node *scheduling.Node, pool *scheduling.NodePool) *Candidate {
 	c := &Candidate{Claim: nc, Node: node, Pool: pool, CapacityType: node.Node.Labels[v1.CapacityTypeLabelKey]}
-	c.Price, _ = scheduling.OfferingPrice(pool.InstanceTypes, node.Node.Labels)
+	if price, ok := scheduling.OfferingPrice(pool.InstanceTypes, node.Node.Labels); ok {
+		c.Price = price + pool.NodeCost.Total()
+	}
 	if node.Node.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {
 		c.blockedNode = fmt.Sprintf("node %s is annotated %s", node.Node.Name, v1.DoNotDisruptAnnotationKey)
 	} else if nc.Annotations[v1.DoNotDisruptAnnotationKey] == "true" {

@@ -171,9 +171,10 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 		return nil, fmt.Sprintf("its pods would need %d new nodes", len(plan.NewNodes))
 	}
 	r := plan.NewNodes[0]
-	options, spot, onDemand := cheaperOptions(r, ceiling)
+	// The replacement pays its per-node cost whichever type launches.
+	options, spot, onDemand := cheaperOptions(r, ceiling-r.NodeCost.Total())
 	if len(options) == 0 {
-		return nil, fmt.Sprintf("no replacement saves enough: the cheapest costs $%.4f/h against $%.4f/h now", r.Offering.Price, current)
+		return nil, fmt.Sprintf("no replacement saves enough: the cheapest costs $%.4f/h against $%.4f/h now", r.Price(), current)
 	}
 	if allSpot && spot {
 		if !d.opts.SpotToSpotConsolidation {
@@ -196,7 +197,7 @@ func (d *decider) consolidate(cands []*Candidate, kind Kind) (*Command, string) 
 		r = requireCapacityType(r, v1.CapacityTypeSpot)
 	}
 	cmd.Replacements = []*scheduling.NewNode{r}
-	cmd.Savings = current - r.Offering.Price
+	cmd.Savings = current - r.Price()
 	if why := d.balanced(cands, cmd.Savings); why != "" {
 		return nil, why
 	}

@@ -69,7 +69,7 @@ func newQuick(nodes []*scheduling.Node, pools []*scheduling.NodePool) *quick {
 		var offers []offer
 		for _, it := range p.InstanceTypes {
 			if o, ok := it.CheapestOffering(reqs); ok {
-				offers = append(offers, offer{o.Price, roomOf(it.Allocatable())})
+				offers = append(offers, offer{o.Price + p.NodeCost.Total(), roomOf(it.Allocatable())})
 			}
 		}
 		slices.SortFunc(offers, func(a, b offer) int { return cmp.Compare(a.price, b.price) })

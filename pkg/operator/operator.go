@@ -200,7 +200,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	// One read-only view for the provisioner and disruption, its informers started
 	// with the cache, its pods read from the pod informer's store.
-	cluster := state.New(kube)
+	cluster := state.New(kube).WithNodeCosts(cloudprovider.NodeCosts(prov.cloud))
 	for _, kind := range append(state.Kinds(), provisioning.OwnerKinds()...) {
 		informer, err := mgr.GetCache().GetInformer(ctx, kind)
 		if err != nil {

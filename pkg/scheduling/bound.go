@@ -18,8 +18,10 @@ func LowerBound(pools []*NodePool, plan *Plan) float64 {
 	// Each pool's types and offerings as its requirements allow them: a pool of
 	// on-demand capacity is not bounded by spot prices.
 	types := map[string][]*InstanceType{}
+	nodeCost := map[string]float64{} // every node pays it, so the bound does
 	for _, np := range pools {
 		types[np.NodePool.Name] = allowedTypes(np)
+		nodeCost[np.NodePool.Name] = np.NodeCost.Total()
 	}
 	idx := NewResourceIndex()
 	total := map[string]Resources{}
@@ -40,7 +42,7 @@ func LowerBound(pools []*NodePool, plan *Plan) float64 {
 		for _, p := range n.Pods {
 			if selfAntiHostname(p) {
 				if _, ok := fitting[n.NodePool]; !ok {
-					fitting[n.NodePool] = pricedAllocs(idx, types[n.NodePool])
+					fitting[n.NodePool] = pricedAllocs(idx, types[n.NodePool], nodeCost[n.NodePool])
 				}
 				alone += cheapestFitting(idx, fitting[n.NodePool], idx.Vector(PodRequests(p)))
 				break
@@ -49,7 +51,7 @@ func LowerBound(pools []*NodePool, plan *Plan) float64 {
 	}
 	byResource := 0.0
 	for _, pool := range order {
-		byResource += fractionalBound(idx, types[pool], total[pool])
+		byResource += fractionalBound(idx, types[pool], total[pool], nodeCost[pool])
 	}
 	return max(byResource, alone)
 }
@@ -105,11 +107,11 @@ type pricedAlloc struct {
 	price float64
 }
 
-func pricedAllocs(idx *ResourceIndex, types []*InstanceType) []pricedAlloc {
+func pricedAllocs(idx *ResourceIndex, types []*InstanceType, nodeCost float64) []pricedAlloc {
 	var out []pricedAlloc
 	for _, it := range types {
 		if o, ok := it.CheapestOffering(nil); ok {
-			out = append(out, pricedAlloc{idx.Vector(it.Allocatable()), o.Price})
+			out = append(out, pricedAlloc{idx.Vector(it.Allocatable()), o.Price + nodeCost})
 		}
 	}
 	return out
@@ -130,8 +132,8 @@ func cheapestFitting(idx *ResourceIndex, types []pricedAlloc, req Resources) flo
 
 // fractionalBound solves min Σ x_t·price_t subject to Σ x_t·alloc_t ≥ demand in cpu
 // and memory, x ≥ 0, by trying every basic solution: one type alone, or two types
-// meeting both constraints with equality.
-func fractionalBound(idx *ResourceIndex, types []*InstanceType, demand Resources) float64 {
+// meeting both constraints with equality. Each type's price includes nodeCost.
+func fractionalBound(idx *ResourceIndex, types []*InstanceType, demand Resources, nodeCost float64) float64 {
 	type point struct{ cpu, mem, price float64 }
 	var pts []point
 	for _, it := range types {
@@ -140,7 +142,7 @@ func fractionalBound(idx *ResourceIndex, types []*InstanceType, demand Resources
 			continue
 		}
 		if o, ok := it.CheapestOffering(nil); ok {
-			pts = append(pts, point{float64(alloc.At(ResourceCPU)), float64(alloc.At(ResourceMemory)), o.Price})
+			pts = append(pts, point{float64(alloc.At(ResourceCPU)), float64(alloc.At(ResourceMemory)), o.Price + nodeCost})
 		}
 	}
 	dc, dm := float64(demand.At(ResourceCPU)), float64(demand.At(ResourceMemory))

@@ -78,7 +78,7 @@ func (s *solver) finish(n *simNode) *NewNode {
 		for t := range n.fitting(s.n) {
 			// Options come by their cheapest price in the pool, no more than what
 			// the node's offerings cost: past the last kept, none can be kept.
-			if bounded && len(options) == s.opts.MaxInstanceTypes && t.price > options[len(options)-1].offer.Price {
+			if bounded && len(options) == s.opts.MaxInstanceTypes && t.price > options[len(options)-1].offer.Price+n.pool.nodeCost.Total() {
 				break
 			}
 			o, ok := t.cheapest(filter)
@@ -117,7 +117,7 @@ func (s *solver) finish(n *simNode) *NewNode {
 		}
 		n.pool.headroom.Set(r, n.pool.headroom.At(r)-extra)
 	}
-	nn := &NewNode{Name: n.name, NodePool: n.pool.name, Taints: n.pool.taints, StartupTaints: n.pool.startup}
+	nn := &NewNode{Name: n.name, NodePool: n.pool.name, Taints: n.pool.taints, StartupTaints: n.pool.startup, NodeCost: n.pool.nodeCost}
 	for _, p := range n.pods {
 		nn.Pods = append(nn.Pods, p.pod)
 	}

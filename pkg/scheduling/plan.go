@@ -67,7 +67,36 @@ type NodePool struct {
 	// NodeClaims deleted, their instances not yet gone): no pod goes there, but it
 	// counts against the pool's limits.
 	Draining corev1.ResourceList
+	// NodeCost is what each of the pool's nodes costs besides its instance (its
+	// volumes, its public address, the operator's per-node cost): the engine
+	// minimises instance prices plus these.
+	NodeCost NodeCost
 }
+
+// NodeCost is what a node costs per hour besides its instance, in the currency
+// of the offerings' prices.
+type NodeCost struct {
+	// Volumes are the node class's block devices (size, provisioned IOPS and
+	// throughput).
+	Volumes float64
+	// Addresses are the node's public IPv4 addresses.
+	Addresses float64
+	// PerNode is what the cloud does not bill: licences, agents (set by the
+	// operator), or a simulated NodeClass's per-node cost.
+	PerNode float64
+}
+
+// Total is the node's whole cost besides its instance.
+func (c NodeCost) Total() float64 { return c.Volumes + c.Addresses + c.PerNode }
+
+// CostSplit is a plan's hourly price by what it pays for.
+type CostSplit struct {
+	Instances float64
+	NodeCost
+}
+
+// Total is the whole hourly price.
+func (c CostSplit) Total() float64 { return c.Instances + c.NodeCost.Total() }
 
 // Options tune a solve.
 type Options struct {
@@ -166,13 +195,26 @@ type NewNode struct {
 	// MinValuesRelaxed: the options keep fewer values than the NodePool's minValues
 	// (MinValuesPolicyBestEffort); Requirements carry the relaxed minValues.
 	MinValuesRelaxed bool
+	// NodeCost is its pool's per-node cost, paid whichever option launches.
+	NodeCost NodeCost
 }
 
-// Cost is the hourly price of the new nodes, each at its cheapest option.
-func (p *Plan) Cost() float64 {
-	total := 0.0
+// Price is what the node costs per hour at its cheapest option, per-node costs
+// included.
+func (n *NewNode) Price() float64 { return n.Offering.Price + n.NodeCost.Total() }
+
+// Cost is the hourly price of the new nodes, each at its cheapest option, with
+// their per-node costs.
+func (p *Plan) Cost() float64 { return p.Costs().Total() }
+
+// Costs splits Cost into instances, volumes, addresses and per-node costs.
+func (p *Plan) Costs() CostSplit {
+	var c CostSplit
 	for _, n := range p.NewNodes {
-		total += n.Offering.Price
+		c.Instances += n.Offering.Price
+		c.Volumes += n.NodeCost.Volumes
+		c.Addresses += n.NodeCost.Addresses
+		c.PerNode += n.NodeCost.PerNode
 	}
-	return total
+	return c
 }

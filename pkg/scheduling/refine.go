@@ -139,7 +139,7 @@ func (s *solver) repack(group []*simNode, key string, fewerAtEqual bool) []*simN
 		if !ok {
 			return nil
 		}
-		current += o.Price
+		current += o.Price + n.pool.nodeCost.Total()
 		used = used.Add(n.used, s.n)
 		reservedBefore = reservedBefore.Add(n.reserved, s.n)
 		members = append(members, n.pods...)
@@ -296,7 +296,7 @@ func (s *solver) splitCandidates(n *simNode, key string) ([]*typeInfo, map[*type
 		if !ok {
 			continue
 		}
-		c.prices[t] = o.Price
+		c.prices[t] = o.Price + n.pool.nodeCost.Total()
 		c.types = append(c.types, t)
 	}
 	slices.SortStableFunc(c.types, func(a, b *typeInfo) int { return cmp.Compare(c.prices[a], c.prices[b]) })

@@ -180,7 +180,7 @@ func (s *solver) addPools(pools []*NodePool) {
 	for _, np := range pools {
 		p := np.NodePool
 		ps := &poolState{name: p.Name, pool: p, unavailable: np.Unavailable, taints: p.Spec.Template.Spec.Taints,
-			startup: p.Spec.Template.Spec.StartupTaints, domainsK: map[string][]string{}}
+			startup: p.Spec.Template.Spec.StartupTaints, domainsK: map[string][]string{}, nodeCost: np.NodeCost}
 		if len(np.Draining) > 0 {
 			ps.used = s.idx.Vector(np.Draining)
 		}
@@ -211,7 +211,7 @@ func (s *solver) addPools(pools []*NodePool) {
 			if !ok {
 				continue
 			}
-			t := &typeInfo{it: it, reqs: it.Requirements, price: offer.Price,
+			t := &typeInfo{it: it, reqs: it.Requirements, price: offer.Price + ps.nodeCost.Total(),
 				alloc: s.idx.Vector(it.Allocatable()), capacity: s.idx.Vector(it.Capacity)}
 			if s.nodesPos >= 0 {
 				t.capacity.Set(s.nodesPos, 1)

@@ -121,6 +121,9 @@ type poolState struct {
 	unavailable string
 	weight      int32
 	pool        *v1.NodePool
+	// nodeCost is each new node's cost besides its instance; typeInfo.price
+	// includes it.
+	nodeCost    NodeCost
 	reqs        Requirements // template requirements and labels, and what the types offer
 	taints      []corev1.Taint
 	startup     []corev1.Taint
@@ -157,7 +160,7 @@ type typeInfo struct {
 	alloc    Resources // allocatable less the DaemonSet pods
 	daemons  Resources
 	capacity Resources // for limits, with one "nodes"
-	price    float64   // cheapest available offering within the pool
+	price    float64   // cheapest available offering within the pool, plus the pool's nodeCost
 	// daemonPorts are the host ports of the DaemonSets that run on this type but
 	// not on every type of the pool (those are the pool's daemonPorts).
 	daemonPorts []hostPort

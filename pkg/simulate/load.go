@@ -34,7 +34,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/config/crd"
 )
 
@@ -64,6 +66,10 @@ type Workload struct {
 	// Owners names the workload each pending pod was made from, by the pod's
 	// "namespace/name": "inflate", or "team/web" outside the default namespace.
 	Owners map[string]string
+	// EC2NodeClasses and SimNodeClasses, by name, price what the NodePools' nodes
+	// cost besides their instances (see NodeCosts).
+	EC2NodeClasses map[string]*awsv1.EC2NodeClass
+	SimNodeClasses map[string]*v1alpha1.SimNodeClass
 }
 
 // Refusal is an object left out of the plan because the API server would refuse
@@ -474,6 +480,12 @@ func (l *loader) leaf(ctx context.Context, js []byte, h *header, item string) er
 		l.w.NodePools = append(l.w.NodePools, np)
 		return nil
 	}
+	if nodeClassKinds[gvk] {
+		if err := l.nodeClass(js, gvk, what); err != nil {
+			l.refuse(item, what, err, false)
+		}
+		return nil
+	}
 	if !usedKinds[gvk] {
 		l.w.Skipped = append(l.w.Skipped, what)
 		return nil
@@ -777,5 +789,6 @@ func (l *loader) finish() (*Workload, error) {
 	if len(unknown) > 0 {
 		return nil, fmt.Errorf("pods are bound to nodes not in the input: %s", strings.Join(unknown, ", "))
 	}
+	w.Notes = append(w.Notes, w.unpricedNodeClasses()...)
 	return w, nil
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // Summary is the one-line JSON summary that tooling compares across autoscalers.
@@ -30,21 +31,33 @@ type Summary struct {
 	AllocBytes    uint64  `json:"alloc_bytes"`
 }
 
+// CostsView splits the new nodes' hourly price: their instances, their volumes,
+// their public addresses, and the per-node costs the cloud does not bill.
+type CostsView struct {
+	Instances float64 `json:"instances"`
+	Volumes   float64 `json:"volumes"`
+	Addresses float64 `json:"addresses"`
+	PerNode   float64 `json:"per_node"`
+}
+
 // The machine-readable output (tailor simulate --output json|yaml). Field names are
 // snake_case throughout, as the summary line's always were; docs/cli.md documents
 // every field.
 
 // NodeView is a new node as printed.
 type NodeView struct {
-	Name         string            `json:"name"`
-	NodePool     string            `json:"node_pool"`
-	InstanceType string            `json:"instance_type"`
-	Zone         string            `json:"zone"`
-	CapacityType string            `json:"capacity_type"`
-	PricePerHour float64           `json:"price_per_hour"`
-	Options      []string          `json:"instance_type_options"`
-	Requests     map[string]string `json:"requests"`
-	Pods         []string          `json:"pods"`
+	Name         string  `json:"name"`
+	NodePool     string  `json:"node_pool"`
+	InstanceType string  `json:"instance_type"`
+	Zone         string  `json:"zone"`
+	CapacityType string  `json:"capacity_type"`
+	PricePerHour float64 `json:"price_per_hour"`
+	// NodeCostPerHour is what the node costs besides its instance (volumes,
+	// address, per-node cost).
+	NodeCostPerHour float64           `json:"node_cost_per_hour"`
+	Options         []string          `json:"instance_type_options"`
+	Requests        map[string]string `json:"requests"`
+	Pods            []string          `json:"pods"`
 }
 
 // BindingView is a pod placed on an existing node.
@@ -77,8 +90,10 @@ type lowerBoundView struct {
 
 // Report is the whole plan.
 type Report struct {
-	Summary       Summary
-	LowerBound    float64
+	Summary    Summary
+	LowerBound float64
+	// Costs splits the summary's cost_per_hour by what it pays for.
+	Costs         CostsView
 	NewNodes      []NodeView
 	Bindings      []BindingView
 	Unschedulable []FailureView
@@ -94,7 +109,7 @@ type Report struct {
 // NewReport shapes a result for printing.
 func NewReport(r *Result, version string) *Report {
 	p := r.Plan
-	rep := &Report{LowerBound: round(r.LowerBound), Warnings: p.Warnings, workloads: map[string]string{}}
+	rep := &Report{LowerBound: round(r.LowerBound), Costs: costsView(p.Costs()), Warnings: p.Warnings, workloads: map[string]string{}}
 	name := func(pod *corev1.Pod) string {
 		key := pod.Namespace + "/" + pod.Name
 		rep.workloads[key] = workloadOf(pod, r.Owners)
@@ -104,7 +119,7 @@ func NewReport(r *Result, version string) *Report {
 	for _, n := range p.NewNodes {
 		scheduled += len(n.Pods)
 		view := NodeView{Name: n.Name, NodePool: n.NodePool, InstanceType: n.InstanceType.Name, Zone: n.Offering.Zone,
-			CapacityType: n.Offering.CapacityType, PricePerHour: n.Offering.Price, Requests: map[string]string{},
+			CapacityType: n.Offering.CapacityType, PricePerHour: n.Offering.Price, NodeCostPerHour: round(n.NodeCost.Total()), Requests: map[string]string{},
 			Options: []string{}, Pods: []string{}}
 		for _, it := range n.InstanceTypes {
 			view.Options = append(view.Options, it.Name)
@@ -134,6 +149,10 @@ func NewReport(r *Result, version string) *Report {
 
 func round(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
+func costsView(c scheduling.CostSplit) CostsView {
+	return CostsView{Instances: round(c.Instances), Volumes: round(c.Volumes), Addresses: round(c.Addresses), PerNode: round(c.PerNode)}
+}
+
 // workloadOf names the workload a pod belongs to, for people: the one it was
 // made from in the manifests, else its controller (a ReplicaSet without its
 // pod-template-hash: a Deployment's pods are named for the Deployment), else its
@@ -161,7 +180,7 @@ func workloadOf(pod *corev1.Pod, owners map[string]string) string {
 // then one object per new node, binding, unschedulable pod, warning and refused
 // input object, each keyed by what it is.
 func (rep *Report) Objects() []any {
-	out := []any{rep.Summary, map[string]lowerBoundView{"lower_bound": {CostPerHour: rep.LowerBound}}}
+	out := []any{rep.Summary, map[string]lowerBoundView{"lower_bound": {CostPerHour: rep.LowerBound}}, map[string]CostsView{"costs": rep.Costs}}
 	for _, n := range rep.NewNodes {
 		out = append(out, map[string]NodeView{"new_node": n})
 	}
@@ -261,6 +280,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%s (%d %s, %d %s) at $%.4f/hour; lower bound $%.4f/hour (no plan for these pods costs less). Solved in %.3fs.\n",
 		plural(s.Nodes, "new node"), byType[v1.CapacityTypeSpot], v1.CapacityTypeSpot, byType[v1.CapacityTypeOnDemand], v1.CapacityTypeOnDemand,
 		s.CostPerHour, rep.LowerBound, s.SolveSeconds)
+	if c := rep.Costs; c.Volumes != 0 || c.Addresses != 0 || c.PerNode != 0 {
+		fmt.Fprintf(w, "Per hour: instances $%.4f, volumes $%.4f, addresses $%.4f, per-node $%.4f.\n", c.Instances, c.Volumes, c.Addresses, c.PerNode)
+	}
 	if len(rep.Unschedulable) > 0 {
 		fmt.Fprintln(w, "\nUNSCHEDULABLE")
 		for _, g := range rep.failureGroups() {

@@ -32,7 +32,7 @@ type Result struct {
 // instance types.
 func Input(w *Workload, types []*scheduling.InstanceType) *scheduling.Input {
 	return state.Build(w.Objects(), func(*v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil },
-		state.BuildOptions{Offline: true}).Input
+		state.BuildOptions{Offline: true, NodeCost: w.NodeCosts(Region(types))}).Input
 }
 
 // Objects are the workload's objects as a cluster would list them.

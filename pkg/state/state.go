@@ -24,14 +24,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // Cluster reads the cluster through a (cache-backed) reader.
 type Cluster struct {
-	kube   client.Reader
-	pods   PodStore
-	synced []Syncer
+	kube      client.Reader
+	pods      PodStore
+	synced    []Syncer
+	nodeCosts func(context.Context, *v1.NodePool) (scheduling.NodeCost, error)
 }
 
 // Syncer is an informer: it says whether it holds its initial list yet.
@@ -57,6 +59,13 @@ func New(kube client.Reader) *Cluster { return &Cluster{kube: kube} }
 // WithPodStore has the view read pods from store instead of listing them.
 func (c *Cluster) WithPodStore(store PodStore) *Cluster {
 	c.pods = store
+	return c
+}
+
+// WithNodeCosts has Snapshot ask the cloud what each NodePool's nodes cost besides
+// their instances (volumes, addresses; see cloudprovider.NodeCoster).
+func (c *Cluster) WithNodeCosts(costs func(context.Context, *v1.NodePool) (scheduling.NodeCost, error)) *Cluster {
+	c.nodeCosts = costs
 	return c
 }
 
@@ -166,7 +175,15 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 		DaemonSets: pointers(daemonSets.Items), PersistentVolumeClaims: pointers(pvcs.Items), PersistentVolumes: pointers(pvs.Items),
 		StorageClasses: pointers(classes.Items), CSINodes: pointers(csiNodes.Items), Namespaces: pointers(namespaces.Items),
 		PodDisruptionBudgets: pointers(pdbs.Items)},
-		instanceTypes, BuildOptions{}), nil
+		instanceTypes, BuildOptions{NodeCost: c.poolCosts(ctx)}), nil
+}
+
+// poolCosts is the cloud's per-node costs of a pool, for Build; nil without them.
+func (c *Cluster) poolCosts(ctx context.Context) func(*v1.NodePool) (scheduling.NodeCost, error) {
+	if c.nodeCosts == nil {
+		return nil
+	}
+	return func(np *v1.NodePool) (scheduling.NodeCost, error) { return c.nodeCosts(ctx, np) }
 }
 
 func pointers[T any](items []T) []*T {
@@ -205,6 +222,10 @@ type BuildOptions struct {
 	// a Ready condition (never reconciled) count as Ready; and Nodes labelled with a
 	// NodePool but no NodeClaim stand for that NodePool's claims.
 	Offline bool
+	// NodeCost, when set, is what the cloud bills for each of a NodePool's nodes
+	// besides its instance (volumes, addresses). The NodePool's own per-node cost
+	// (annotation tailor.sh/per-node-cost) is added to it.
+	NodeCost func(*v1.NodePool) (scheduling.NodeCost, error)
 }
 
 // Build assembles the scheduling engine's input from objects, the one way both the
@@ -247,6 +268,13 @@ func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.Instan
 			pool.Unavailable = StaticUnavailable
 		} else if ready, why := NodePoolReady(np); !ready && !(opts.Offline && neverReconciled(np)) {
 			pool.Unavailable = why
+		}
+		if cost, err := PoolNodeCost(np, opts.NodeCost); err != nil {
+			if pool.Unavailable == "" {
+				pool.Unavailable = err.Error()
+			}
+		} else {
+			pool.NodeCost = cost
 		}
 		typesOf[np.Name] = TypesByName(pool.InstanceTypes)
 		snap.NodePools = append(snap.NodePools, np)
@@ -660,4 +688,27 @@ func LaunchingNode(nc *v1.NodeClaim) *corev1.Node {
 		node.Status.Capacity = alloc
 	}
 	return node
+}
+
+// PoolNodeCost is what each of the pool's nodes costs besides its instance: the
+// cloud's share (cloud, when set: volumes, addresses) and the pool's own per-node
+// cost (annotation tailor.sh/per-node-cost). An unreadable annotation is an error
+// naming it: the pool launches nothing until it is fixed, rather than plan with a
+// cost the operator did not mean.
+func PoolNodeCost(np *v1.NodePool, cloud func(*v1.NodePool) (scheduling.NodeCost, error)) (scheduling.NodeCost, error) {
+	var cost scheduling.NodeCost
+	if cloud != nil {
+		var err error
+		if cost, err = cloud(np); err != nil {
+			return scheduling.NodeCost{}, fmt.Errorf("its per-node costs cannot be read: %w", err)
+		}
+	}
+	if s, ok := np.Annotations[v1alpha1.PerNodeCostAnnotationKey]; ok {
+		v, err := v1alpha1.ParsePerNodeCost(s)
+		if err != nil {
+			return scheduling.NodeCost{}, fmt.Errorf("annotation %s: %w", v1alpha1.PerNodeCostAnnotationKey, err)
+		}
+		cost.PerNode += v
+	}
+	return cost, nil
 }

@@ -159,6 +159,8 @@ type CloudProvider struct {
 	reservationRoom map[string]int
 	// placementGroups are the NodeClasses' resolved placement groups, by NodeClass.
 	placementGroups map[string]placementGroupEntry
+	// publicSubnets: whether nodes get a public address (see NodeCost).
+	publicSubnets publicSubnets
 }
 
 type ec2Catalog struct {

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
 )
 
@@ -385,6 +386,11 @@ func Validate(np *v1.NodePool) (bool, string) {
 	errs = append(errs, apivalidation.ValidateAnnotations(np.Spec.Template.Annotations, tmpl.Child("annotations"))...)
 	for _, msg := range validation.IsValidLabelValue(np.Name) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), np.Name, "as the value of label "+v1.NodePoolLabelKey+": "+msg))
+	}
+	if cost, ok := np.Annotations[v1alpha1.PerNodeCostAnnotationKey]; ok {
+		if _, err := v1alpha1.ParsePerNodeCost(cost); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(v1alpha1.PerNodeCostAnnotationKey), cost, err.Error()))
+		}
 	}
 	if len(errs) > 0 {
 		return false, errs.ToAggregate().Error()

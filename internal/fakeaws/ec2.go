@@ -40,6 +40,8 @@ type ec2State struct {
 	fleets map[string]*fleetRecord
 	// ips is the next host offset handed out per subnet.
 	ips map[string]int
+	// fleetTags are the tags of each fleet, by fleet ID.
+	fleetTags map[string]map[string]string
 }
 
 func newEC2State() ec2State {
@@ -48,6 +50,7 @@ func newEC2State() ec2State {
 		templates: map[string]*launchTemplate{},
 		fleets:    map[string]*fleetRecord{},
 		ips:       map[string]int{},
+		fleetTags: map[string]map[string]string{},
 	}
 }
 
@@ -75,9 +78,14 @@ type instance struct {
 	ProfileARN    string
 	ProfileID     string
 	Reservation   string // capacity reservation ID
-	HTTPTokens    string
-	HopLimit      int32
-	Tags          map[string]string
+	// InterfaceID is the primary network interface, InterfaceTags its tags.
+	InterfaceID   string
+	InterfaceTags map[string]string
+	// Impaired are its failed status checks (see ImpairInstance).
+	Impaired   []impairment
+	HTTPTokens string
+	HopLimit   int32
+	Tags       map[string]string
 	// UserData is the launch template's, kept since the template may go first.
 	UserData string
 	// FleetContext is the Context of the CreateFleet request that launched it.
@@ -127,6 +135,10 @@ type Instance struct {
 	UserData string
 	// CapacityReservationID is the reservation the instance runs in, if any.
 	CapacityReservationID string
+	// NetworkInterfaceID is the primary network interface, NetworkInterfaceTags
+	// its tags (from the launch template's network-interface tag specification).
+	NetworkInterfaceID   string
+	NetworkInterfaceTags map[string]string
 	// FleetContext is the Context of the CreateFleet request that launched it.
 	FleetContext string
 	// IPv4Prefixes is how many IPv4 prefixes its primary network interface holds.
@@ -137,6 +149,13 @@ type Instance struct {
 	Partition        int
 }
 
+// FleetTags are the tags of a fleet (an instance's aws:ec2:fleet-id tag names it).
+func (s *Server) FleetTags(fleetID string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return cloneTags(s.ec2.fleetTags[fleetID])
+}
+
 // ProviderID is the Kubernetes provider ID of the instance's node.
 func (i Instance) ProviderID() string { return fmt.Sprintf("aws:///%s/%s", i.Zone, i.ID) }
 
@@ -145,6 +164,7 @@ func (s *Server) snapshotLocked(i *instance) Instance {
 		ID: i.ID, Type: i.Type, Zone: i.Zone, SubnetID: i.SubnetID, ImageID: i.ImageID, CapacityType: i.CapacityType,
 		State: i.State, PrivateIP: i.PrivateIP, PrivateDNSName: i.privateDNSName(s.opts.Region), LaunchTime: i.LaunchedAt,
 		Tags: cloneTags(i.Tags), UserData: i.UserData, CapacityReservationID: i.Reservation,
+		NetworkInterfaceID: i.InterfaceID, NetworkInterfaceTags: cloneTags(i.InterfaceTags),
 		FleetContext: i.FleetContext, IPv4Prefixes: i.IPv4Prefixes, PlacementGroupID: i.PlacementGroupID, Partition: i.Partition,
 	}
 }
@@ -247,7 +267,12 @@ func (s *Server) settleLocked() {
 		i := s.ec2.instances[id]
 		if !i.ReclaimAt.IsZero() && !now.Before(i.ReclaimAt) && (i.State == statePending || i.State == stateRunning) {
 			i.ReclaimAt = time.Time{}
-			s.setStateLocked(i, stateShuttingDown, now, &xmlStateReason{Code: "Server.SpotInstanceTermination", Message: "Server.SpotInstanceTermination: Spot instance termination"})
+			reason := &xmlStateReason{Code: "Server.SpotInstanceTermination", Message: "Server.SpotInstanceTermination: Spot instance termination"}
+			if i.CapacityType != "spot" {
+				// An interruptible reservation taken back (the fake's wording).
+				reason = &xmlStateReason{Code: "Server.ScheduledStop", Message: "Server.ScheduledStop: Capacity reservation reclaimed by its owner"}
+			}
+			s.setStateLocked(i, stateShuttingDown, now, reason)
 		}
 		if i.State == statePending && !now.Before(i.StateAt.Add(s.opts.PendingDelay)) {
 			s.setStateLocked(i, stateRunning, i.StateAt.Add(s.opts.PendingDelay), nil)
@@ -285,10 +310,11 @@ var ec2Handlers = map[string]ec2Handler{
 	"DescribeCapacityReservations":  (*Server).describeCapacityReservations,
 	"CreateLaunchTemplate":          (*Server).createLaunchTemplate,
 	"DescribeLaunchTemplates":       (*Server).describeLaunchTemplates,
-	"DescribePlacementGroups":       (*Server).describePlacementGroups,
 	"DeleteLaunchTemplate":          (*Server).deleteLaunchTemplate,
 	"CreateFleet":                   (*Server).createFleet,
 	"DescribeInstances":             (*Server).describeInstances,
+	"DescribePlacementGroups":       (*Server).describePlacementGroups,
+	"DescribeInstanceStatus":        (*Server).describeInstanceStatus,
 	"TerminateInstances":            (*Server).terminateInstances,
 	"CreateTags":                    (*Server).createTags,
 }
@@ -632,7 +658,10 @@ func (s *Server) describeCapacityReservations(q *queryParams) (ec2Response, erro
 			AvailabilityZone: r.Zone, Tenancy: "default", TotalInstanceCount: int32(r.Total), AvailableInstanceCount: int32(r.Available),
 			State: s.reservationState(r), StartDate: xmlTime(s.inv.createdAt), EndDateType: "unlimited",
 			InstanceMatchCriteria: r.MatchCriteria, CreateDate: xmlTime(s.inv.createdAt), ReservationType: r.Type,
-			DeliveryPreference: "fixed", Tags: tagItems(r.Tags),
+			DeliveryPreference: "fixed", Tags: tagItems(r.Tags), Interruptible: r.Interruptible,
+		}
+		if r.Interruptible {
+			x.InterruptionInfo = &xmlInterruptionInfo{SourceCapacityReservationID: r.Source, InterruptionType: "adhoc"}
 		}
 		if !r.EndDate.IsZero() {
 			end := xmlTime(r.EndDate)

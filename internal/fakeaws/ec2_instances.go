@@ -67,9 +67,16 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 	// it on the instances, for tests to see what was sent.
 	fleetContext := q.str("Context")
 	spotStrategy, odStrategy := q.str("SpotOptions.AllocationStrategy"), q.str("OnDemandOptions.AllocationStrategy")
+	reservationTypes := q.list("ReservedCapacityOptions.ReservationType")
 	specs, err := readTagSpecs(q, "TagSpecification")
 	if err != nil {
 		return nil, err
+	}
+	// An instant fleet tags what it makes: itself, its instances and their volumes.
+	for rt := range specs {
+		if !slices.Contains([]string{"fleet", "instance", "volume"}, rt) {
+			return nil, badRequest("InvalidParameterValue", "The value '%s' for parameter TagSpecification.ResourceType is invalid. An instant fleet can tag resources of type fleet, instance and volume.", rt)
+		}
 	}
 	type config struct {
 		spec      xmlFleetLaunchTemplateSpec
@@ -94,6 +101,7 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 		configs = append(configs, c)
 	}
 	q.accept(fleetRequestKeys...)
+	q.accept("ReservedCapacityOptions.AllocationStrategy")
 	if err := q.done(); err != nil {
 		return nil, err
 	}
@@ -129,11 +137,19 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 		if !slices.Contains([]string{"lowest-price", "prioritized"}, strategy) {
 			return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter OnDemandOptions.AllocationStrategy is invalid.", strategy)
 		}
+	case "reserved-capacity":
+		// Interruptible capacity reservations are bought as reserved capacity of
+		// that reservation type.
+		if !slices.Contains(reservationTypes, "interruptible-capacity-reservation") {
+			return nil, badRequest("InvalidParameterValue", "A reserved-capacity fleet must name its ReservedCapacityOptions.ReservationType (interruptible-capacity-reservation)")
+		}
+		strategy = "lowest-price"
 	default:
-		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter DefaultTargetCapacityType is invalid. Valid values are spot, on-demand, capacity-block.", capacityType)
+		return nil, badRequest("InvalidParameterValue", "Value (%s) for parameter DefaultTargetCapacityType is invalid. Valid values are spot, on-demand, capacity-block, reserved-capacity.", capacityType)
 	}
 
 	resp := &createFleetResponse{FleetID: "fleet-" + s.newUUIDLocked()}
+	s.ec2.fleetTags[resp.FleetID] = cloneTags(specs["fleet"])
 	fail := func(p *pool, code, format string, args ...any) {
 		resp.Errors = append(resp.Errors, xmlCreateFleetError{
 			LaunchTemplateAndOverrides: p.echo(), Lifecycle: capacityType, ErrorCode: code, ErrorMessage: fmt.Sprintf(format, args...),
@@ -149,6 +165,10 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 				continue
 			}
 			if code, msg := s.resolvePool(p, capacityType); code != "" {
+				fail(p, code, "%s", msg)
+				continue
+			}
+			if code, msg := s.accountRefuses(capacityType); code != "" {
 				fail(p, code, "%s", msg)
 				continue
 			}
@@ -190,14 +210,22 @@ func (s *Server) createFleet(q *queryParams) (ec2Response, error) {
 		}
 		n := left
 		var res *CapacityReservation
-		if capacityType == "capacity-block" && p.template.ReservationID == "" {
-			fail(p, "InvalidParameterValue", "A capacity-block fleet must target a Capacity Block reservation in its launch template")
+		if (capacityType == "capacity-block" || capacityType == "reserved-capacity") && p.template.ReservationID == "" {
+			fail(p, "InvalidParameterValue", "A %s fleet must target a reservation in its launch template", capacityType)
 			continue
 		}
 		if p.template.ReservationID != "" {
 			res = s.reservationByID(p.template.ReservationID)
 			if res != nil && (res.Type == "capacity-block") != (capacityType == "capacity-block") {
 				fail(p, "InvalidParameterValue", "Reservation %s is of type %s and cannot be used by a %s launch", res.ID, res.Type, capacityType)
+				continue
+			}
+			if res != nil && res.Interruptible && p.template.MarketType != "interruptible-capacity-reservation" {
+				fail(p, "InvalidParameterValue", "Reservation %s is interruptible: its launch template must have the market type interruptible-capacity-reservation", res.ID)
+				continue
+			}
+			if res != nil && res.Interruptible != (capacityType == "reserved-capacity") {
+				fail(p, "InvalidParameterValue", "Reservation %s (interruptible: %t) cannot be used by a %s launch: interruptible reservations are launched into as reserved-capacity of type interruptible-capacity-reservation", res.ID, res.Interruptible, capacityType)
 				continue
 			}
 			if res == nil || res.Cancelled || res.InstanceType != p.typ.Name || res.Zone != p.subnet.Zone || res.Available == 0 {
@@ -365,6 +393,8 @@ func (s *Server) launchLocked(p *pool, capacityType, reservationID, fleetID, tok
 		HTTPTokens: cmp.Or(p.template.HTTPTokens, "optional"), HopLimit: cmp.Or(p.template.HopLimit, 1),
 		State: statePending, StateAt: now, LaunchedAt: now, VisibleAt: now.Add(s.opts.ConsistencyDelay),
 		UserData: p.template.UserData,
+		// The primary network interface, tagged as the template says.
+		InterfaceID: s.newIDLocked("eni"), InterfaceTags: cloneTags(p.template.InterfaceTags),
 	}
 	for _, ni := range p.template.Interfaces {
 		if ni.DeviceIndex == 0 && ni.NetworkCardIndex == 0 {
@@ -433,8 +463,11 @@ func (s *Server) instanceView(i *instance) xmlInstance {
 		PlatformDetails: "Linux/UNIX", UsageOperation: "RunInstances", UsageOperationUpdate: xmlTime(i.LaunchedAt),
 		PrivateDNSNameOptions: xmlPrivateDNSOptions{HostnameType: "ip-name"},
 	}
-	if i.CapacityType == "spot" || i.CapacityType == "capacity-block" {
+	switch i.CapacityType {
+	case "spot", "capacity-block":
 		x.InstanceLifecycle = i.CapacityType
+	case "reserved-capacity":
+		x.InstanceLifecycle = "interruptible-capacity-reservation"
 	}
 	if i.Reservation != "" {
 		x.CapacityReservation = xmlCRSpec{Preference: "capacity-reservations-only", TargetID: i.Reservation}
@@ -644,6 +677,13 @@ func (s *Server) taggable(id string) (map[string]string, error) {
 			return nil, err
 		}
 		return s.ec2.instances[id].Tags, nil
+	case "eni":
+		for _, i := range s.ec2.instances {
+			if i.InterfaceID == id {
+				return i.InterfaceTags, nil
+			}
+		}
+		return nil, badRequest("InvalidNetworkInterfaceID.NotFound", "The networkInterface ID '%s' does not exist", id)
 	case "lt":
 		if lt := s.ec2.templates[id]; lt != nil {
 			return lt.Tags, nil

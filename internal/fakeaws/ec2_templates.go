@@ -46,6 +46,10 @@ type launchTemplate struct {
 	TopLevelGroups bool
 	// Interfaces are the NetworkInterface.N members, by device index order given.
 	Interfaces []templateInterface
+	// InterfaceTags tag the network interfaces of the instances launched.
+	InterfaceTags map[string]string
+	// MarketType is InstanceMarketOptions.MarketType.
+	MarketType string
 }
 
 // templateInterface is one network interface of a launch template, as EC2 reads it.
@@ -239,7 +243,14 @@ func (s *Server) readTemplateData(q *queryParams, lt *launchTemplate) error {
 	if err != nil {
 		return err
 	}
+	for rt := range specs {
+		if !slices.Contains([]string{"instance", "volume", "network-interface", "spot-instances-request"}, rt) {
+			return badRequest("InvalidParameterValue", "The value '%s' for parameter LaunchTemplateData.TagSpecification.ResourceType is invalid. A launch template tags instance, volume, network-interface and spot-instances-request.", rt)
+		}
+	}
 	lt.InstanceTags = cloneTags(specs["instance"])
+	lt.InterfaceTags = cloneTags(specs["network-interface"])
+	lt.MarketType = q.values[p+"InstanceMarketOptions.MarketType"]
 	return nil
 }
 

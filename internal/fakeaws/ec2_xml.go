@@ -415,4 +415,12 @@ type xmlCapacityReservation struct {
 	ReservationType        string       `xml:"reservationType"`
 	DeliveryPreference     string       `xml:"deliveryPreference"`
 	Tags                   []xmlTagItem `xml:"tagSet>item"`
+	Interruptible          bool         `xml:"interruptible"`
+	// InterruptionInfo is given for interruptible reservations only.
+	InterruptionInfo *xmlInterruptionInfo `xml:"interruptionInfo,omitempty"`
+}
+
+type xmlInterruptionInfo struct {
+	SourceCapacityReservationID string `xml:"sourceCapacityReservationId"`
+	InterruptionType            string `xml:"interruptionType"`
 }

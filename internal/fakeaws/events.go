@@ -28,6 +28,9 @@ const (
 	DetailRebalance        = "EC2 Instance Rebalance Recommendation"
 	DetailStateChange      = "EC2 Instance State-change Notification"
 	DetailHealth           = "AWS Health Event"
+	// DetailCapacityReservationInterruption warns of an instance of an
+	// interruptible capacity reservation whose owner takes the capacity back.
+	DetailCapacityReservationInterruption = "EC2 Capacity Reservation Instance Interruption Warning"
 )
 
 func (s *Server) newEventLocked(detailType, source string, at time.Time, resources []string, detail any) event {
@@ -204,4 +207,48 @@ func (s *Server) SetStateChangeEvents(on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.opts.StateChangeEvents = on
+}
+
+// ReclaimCapacityReservation does what EC2 does when the owner of the source of
+// an interruptible capacity reservation takes n instances of capacity back: the
+// reservation shrinks by n, its free slots going first; for each running
+// instance beyond what is left, an EC2 Capacity Reservation Instance
+// Interruption Warning goes to the interruption queue, and the instance starts
+// shutting down after Options.InterruptionDelay (two minutes unless set).
+func (s *Server) ReclaimCapacityReservation(id string, n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settleLocked()
+	r := s.reservationByID(id)
+	if r == nil {
+		return fmt.Errorf("no capacity reservation %s", id)
+	}
+	if !r.Interruptible {
+		return fmt.Errorf("capacity reservation %s is not interruptible", id)
+	}
+	n = min(n, r.Total)
+	r.Total -= n
+	free := min(n, r.Available)
+	r.Available -= free
+	evict := n - free
+	now := s.now()
+	at := now.Add(s.opts.InterruptionDelay)
+	for _, iid := range s.ec2.order {
+		i := s.ec2.instances[iid]
+		if evict == 0 {
+			break
+		}
+		if i.Reservation != id || (i.State != statePending && i.State != stateRunning) || !i.ReclaimAt.IsZero() {
+			continue
+		}
+		s.postEventLocked(s.newEventLocked(DetailCapacityReservationInterruption, "aws.ec2", now, []string{s.instanceARN(i)}, struct {
+			InstanceID      string `json:"instance-id"`
+			InstanceAction  string `json:"instance-action"`
+			TerminationTime string `json:"instance-termination-time"`
+			ZoneID          string `json:"azId"`
+		}{i.ID, "terminate", at.UTC().Format(time.RFC3339), s.inv.zoneID(i.Zone)}))
+		i.ReclaimAt = at
+		evict--
+	}
+	return nil
 }

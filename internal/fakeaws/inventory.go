@@ -104,7 +104,14 @@ type CapacityReservation struct {
 	Available     int
 	MatchCriteria string // open or targeted
 	// Type is "default" or "capacity-block".
-	Type    string
+	Type string
+	// Interruptible reservations are lent out of another reservation, whose
+	// owner may take the capacity back (see Server.ReclaimCapacityReservation):
+	// their instances are launched by a fleet of target capacity type
+	// reserved-capacity and get two minutes' warning.
+	Interruptible bool
+	// Source is the reservation an interruptible one was created from.
+	Source  string
 	EndDate time.Time // zero: unlimited
 	Tags    map[string]string
 	// Cancelled reservations launch nothing and hold no instances (see

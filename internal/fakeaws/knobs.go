@@ -18,6 +18,11 @@ type knobs struct {
 	latency          map[string]time.Duration
 	// ice holds the offerings without capacity; "" in a field matches any value.
 	ice map[Offering]bool
+	// noSpotRole: the account has no EC2 Spot service-linked role, and the
+	// caller may not create it.
+	noSpotRole bool
+	// fleetQuotaFull: the account is at its quota of fleet requests.
+	fleetQuotaFull bool
 }
 
 func newKnobs() knobs {
@@ -92,6 +97,39 @@ func (s *Server) SetInsufficientCapacity(o Offering, insufficient bool) {
 	} else {
 		delete(s.k.ice, o)
 	}
+}
+
+// SetSpotServiceLinkedRole says whether the account has the EC2 Spot
+// service-linked role (AWSServiceRoleForEC2Spot). Without it, EC2 creates it on
+// the first spot launch if the caller may iam:CreateServiceLinkedRole; the fake's
+// callers may not, so every spot override of a fleet fails with
+// AuthFailure.ServiceLinkedRoleCreationNotPermitted, as in a new account whose
+// controller lacks that permission. Accounts have it by default.
+func (s *Server) SetSpotServiceLinkedRole(exists bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.k.noSpotRole = !exists
+}
+
+// SetFleetQuotaExceeded puts the account at (or back under) its quota of EC2
+// Fleet requests: every override of a fleet then fails with MaxFleetCountExceeded.
+func (s *Server) SetFleetQuotaExceeded(full bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.k.fleetQuotaFull = full
+}
+
+// accountRefuses is the error an override of a fleet of the capacity type gets
+// from the account's limits, if any (see SetSpotServiceLinkedRole and
+// SetFleetQuotaExceeded).
+func (s *Server) accountRefuses(capacityType string) (code, msg string) {
+	switch {
+	case s.k.fleetQuotaFull:
+		return "MaxFleetCountExceeded", "You've reached your quota for maximum Fleet Requests for this account."
+	case s.k.noSpotRole && capacityType == "spot":
+		return "AuthFailure.ServiceLinkedRoleCreationNotPermitted", "The provided credentials do not have permission to create the service-linked role for EC2 Spot Instances."
+	}
+	return "", ""
 }
 
 // ThrottleNext makes the next n calls of action answer the service's throttling

@@ -35,3 +35,23 @@ func TestUnavailableOfferingsExpire(t *testing.T) {
 		t.Error("the offering is still off after its time")
 	}
 }
+
+// A capacity type marked unavailable switches off its offerings of every type
+// and zone, and only those, for the TTL.
+func TestUnavailableCapacityType(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	u := NewUnavailableOfferings(clk, 3*time.Minute)
+	types := schedtest.SyntheticTypes(3)
+	u.MarkCapacityType("spot")
+	for _, it := range u.Apply(types) {
+		for _, o := range it.Offerings {
+			if want := o.CapacityType != "spot"; o.Available != want {
+				t.Errorf("%s %s %s: available %v, want %v", it.Name, o.Zone, o.CapacityType, o.Available, want)
+			}
+		}
+	}
+	clk.Step(3 * time.Minute)
+	if got := u.Apply(types); got[0] != types[0] {
+		t.Error("spot is still off after its time")
+	}
+}

@@ -10,22 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/cloudprovider"
 )
 
 // RepairPolicy says a node is broken: its condition has held the status for longer
-// than the toleration.
-type RepairPolicy struct {
-	ConditionType   corev1.NodeConditionType
-	ConditionStatus corev1.ConditionStatus
-	Toleration      time.Duration
-}
+// than the toleration. Each cloud provider has its own (see
+// cloudprovider.RepairPolicy).
+type RepairPolicy = cloudprovider.RepairPolicy
 
 // KubeletRepairPolicies are Karpenter's policies for the condition every kubelet
 // reports: Ready False or Unknown (the kubelet stopped reporting) for 30 minutes.
-var KubeletRepairPolicies = []RepairPolicy{
-	{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, Toleration: 30 * time.Minute},
-	{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, Toleration: 30 * time.Minute},
-}
+var KubeletRepairPolicies = cloudprovider.KubeletRepairPolicies
 
 // MaxUnhealthyPercent is Karpenter's safety rule: with more than this share of a
 // NodePool's nodes unhealthy (rounded up, as a PDB rounds maxUnavailable), the

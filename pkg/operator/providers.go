@@ -53,6 +53,11 @@ type provider struct {
 	interruptions cloudprovider.InterruptionSource
 	// register adds the provider's own controllers.
 	register func(mgr ctrl.Manager) error
+	// repairPolicies are the provider's node repair policies; none means the
+	// kubelet's (disruption.KubeletRepairPolicies).
+	repairPolicies []cloudprovider.RepairPolicy
+	// nodeHealth, when the provider has its own view of its instances' health.
+	nodeHealth cloudprovider.NodeHealthSource
 }
 
 // newProvider builds the cloud provider the options name.
@@ -104,14 +109,18 @@ func newAWSProvider(ctx context.Context, mgr ctrl.Manager, clk clock.Clock, opts
 	// drained ahead of it with or without an interruption queue.
 	interruptions := awscloud.Interruptions{awscloud.NewCapacityBlocks(kube, clk)}
 	if opts.InterruptionQueue != "" {
-		interruptions = append(interruptions, awscloud.NewInterruptionQueue(clients.SQS, opts.InterruptionQueue, kube, clk))
+		interruptions = append(interruptions, awscloud.NewInterruptionQueue(clients.SQS, opts.InterruptionQueue, kube, clk).
+			OnReservationReclaimed(cloud.ReservationReclaimed))
 	}
 	return provider{cloud: cloud, nodeClass: &awsv1.EC2NodeClass{}, interruptions: interruptions, register: func(mgr ctrl.Manager) error {
 		if err := mgr.Add(manager.RunnableFunc(prices.Start)); err != nil {
 			return err
 		}
+		if err := awscloud.NewTaggingController(kube, clients.EC2, opts.ClusterName).Register(mgr); err != nil {
+			return err
+		}
 		return awscloud.NewNodeClassController(kube, cloud).Register(mgr)
-	}}, nil
+	}, repairPolicies: awscloud.RepairPolicies, nodeHealth: awscloud.NewInstanceHealth(clients.EC2, clk)}, nil
 }
 
 // awsConfig is opts.Config, or the SDK's default configuration, in opts.Region

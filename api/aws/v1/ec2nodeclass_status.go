@@ -110,6 +110,10 @@ type CapacityReservation struct {
 	// +kubebuilder:default=default
 	// +optional
 	ReservationType CapacityReservationType `json:"reservationType,omitempty"`
+	// Interruptible reservations are lent out of another reservation, whose owner
+	// may take the capacity back with two minutes' warning.
+	// +optional
+	Interruptible bool `json:"interruptible,omitempty"`
 	// State is "expiring" once a capacity block is close enough to its end that EC2
 	// may reclaim its instances, "active" before. Left empty, the API server defaults
 	// it.

@@ -68,15 +68,16 @@ func TestInterruptionsMerged(t *testing.T) {
 	}
 }
 
-// Through the real SDK and API server: a node launched into a capacity block that
-// ends in 35 minutes is announced, read from its claim's labels and the
-// EC2NodeClass's resolved end time.
+// Through the real SDK and API server: a node launched into a capacity block is
+// announced once the block ends in 35 minutes, read from its claim's labels and
+// the EC2NodeClass's resolved end time. (A block that close to its end takes no
+// new node: the node is launched two hours before.)
 func TestCapacityBlockEnding(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, fakeaws.Options{Seed: 0xcb10c, Inventory: func(inv *fakeaws.Inventory) {
 		inv.CapacityReservations = append(inv.CapacityReservations,
 			fakeaws.CapacityReservation{ID: "cr-0c0c0c0c0c0c0c0c0", InstanceType: "m5.xlarge", Zone: "us-east-1b", Total: 1, Available: 1,
-				MatchCriteria: "targeted", Type: "capacity-block", EndDate: time.Now().Add(35 * time.Minute), Tags: map[string]string{"team": "blocks"}})
+				MatchCriteria: "targeted", Type: "capacity-block", EndDate: time.Now().Add(2 * time.Hour), Tags: map[string]string{"team": "blocks"}})
 	}})
 	e.opts.ReservedCapacity = true
 	e.cloud = e.restart()
@@ -100,6 +101,7 @@ func TestCapacityBlockEnding(t *testing.T) {
 	if err := kube.Status().Update(t.Context(), claim); err != nil {
 		t.Fatal(err)
 	}
+	e.clock.Step(85 * time.Minute)
 	got, err := NewCapacityBlocks(kube, e.clock).Interruptions(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,8 @@ type Instance struct {
 	// CapacityReservationType its kind.
 	CapacityReservationID   string
 	CapacityReservationType awsv1.CapacityReservationType
+	// CapacityReservationInterruptible: the reservation is an interruptible one.
+	CapacityReservationInterruptible bool
 }
 
 // InstanceOf reads an EC2 instance.
@@ -51,8 +54,11 @@ func InstanceOf(in ec2types.Instance) Instance {
 		out.CapacityType = CapacityTypeReserved
 		out.CapacityReservationID = *in.CapacityReservationId
 		out.CapacityReservationType = awsv1.CapacityReservationTypeDefault
-		if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeCapacityBlock {
+		switch in.InstanceLifecycle {
+		case ec2types.InstanceLifecycleTypeCapacityBlock:
 			out.CapacityReservationType = awsv1.CapacityReservationTypeCapacityBlock
+		case ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation:
+			out.CapacityReservationInterruptible = true
 		}
 	}
 	if in.State != nil {
@@ -72,6 +78,7 @@ func InstanceOf(in ec2types.Instance) Instance {
 func (i Instance) withoutReservations() Instance {
 	if i.CapacityType == CapacityTypeReserved {
 		i.CapacityType, i.CapacityReservationID, i.CapacityReservationType = CapacityTypeOnDemand, "", ""
+		i.CapacityReservationInterruptible = false
 	}
 	return i
 }
@@ -105,6 +112,7 @@ func (i Instance) NodeClaim(it *scheduling.InstanceType) *v1.NodeClaim {
 	if i.CapacityType == CapacityTypeReserved {
 		nc.Labels[LabelCapacityReservationID] = i.CapacityReservationID
 		nc.Labels[LabelCapacityReservationType] = string(i.CapacityReservationType)
+		nc.Labels[LabelCapacityReservationInterruptible] = strconv.FormatBool(i.CapacityReservationInterruptible)
 	}
 	for k, v := range placementLabels(i.PlacementGroupID, i.Partition) {
 		nc.Labels[k] = v

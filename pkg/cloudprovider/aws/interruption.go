@@ -29,6 +29,9 @@ const (
 	KindScheduledChange         = "ScheduledChange"
 	KindInstanceStopped         = "InstanceStopped"
 	KindInstanceTerminated      = "InstanceTerminated"
+	// KindCapacityReservationInterruption: the owner of an interruptible
+	// capacity reservation takes its capacity back.
+	KindCapacityReservationInterruption = "CapacityReservationInterruption"
 )
 
 // spotWarning is how long EC2 gives a spot instance after its interruption warning.
@@ -69,6 +72,10 @@ type InterruptionQueue struct {
 	// (see requestTimeout).
 	timeout time.Duration
 
+	// reclaimed, when set, hears of each reservation an interruption warning
+	// takes an instance of this cluster's out of (see OnReservationReclaimed).
+	reclaimed func(reservationID string)
+
 	mu  sync.Mutex
 	url string
 }
@@ -88,6 +95,14 @@ var _ cloudprovider.InterruptionSource = (*InterruptionQueue)(nil)
 // NodeClaims the events are about.
 func NewInterruptionQueue(sqsClient *sqs.Client, queue string, kube client.Client, clk clock.Clock) *InterruptionQueue {
 	return &InterruptionQueue{sqs: sqsClient, kube: kube, clock: clk, queue: queue, Wait: 1, timeout: requestTimeout}
+}
+
+// OnReservationReclaimed has f told the capacity reservation of each of this
+// cluster's instances an EC2 Capacity Reservation Instance Interruption Warning
+// is about: its owner is taking capacity back, so it has no room for new nodes.
+func (q *InterruptionQueue) OnReservationReclaimed(f func(reservationID string)) *InterruptionQueue {
+	q.reclaimed = f
+	return q
 }
 
 func (q *InterruptionQueue) queueURL(ctx context.Context) (string, error) {
@@ -124,7 +139,7 @@ func (q *InterruptionQueue) Interruptions(ctx context.Context) ([]cloudprovider.
 	if len(out.Messages) == 0 {
 		return nil, nil
 	}
-	ours, err := q.claimedInstances(ctx)
+	ours, reservations, err := q.claimedInstances(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +154,7 @@ func (q *InterruptionQueue) Interruptions(ctx context.Context) ([]cloudprovider.
 			logger.Error(err, "dropping an interruption queue message", "queue", q.queue, "messageID", aws.ToString(m.MessageId))
 		} else {
 			notices = append(notices, claimed(parsed, ours)...)
+			q.tellReclaimed(parsed, reservations)
 		}
 		// Deleted whatever it held: a message that cannot be read now never can.
 		if err := q.delete(ctx, url, m.ReceiptHandle); err != nil {
@@ -168,19 +184,36 @@ func (q *InterruptionQueue) delete(ctx context.Context, url string, receipt *str
 	return err
 }
 
-// claimedInstances are the provider IDs of the cluster's NodeClaims, by instance ID.
-func (q *InterruptionQueue) claimedInstances(ctx context.Context) (map[string]string, error) {
+// claimedInstances are the provider IDs of the cluster's NodeClaims, and the
+// capacity reservations of those in one, by instance ID.
+func (q *InterruptionQueue) claimedInstances(ctx context.Context) (providerIDs, reservations map[string]string, err error) {
 	claims := &v1.NodeClaimList{}
 	if err := q.kube.List(ctx, claims); err != nil {
-		return nil, fmt.Errorf("listing NodeClaims for interruption messages: %w", err)
+		return nil, nil, fmt.Errorf("listing NodeClaims for interruption messages: %w", err)
 	}
-	out := map[string]string{}
+	providerIDs, reservations = map[string]string{}, map[string]string{}
 	for _, c := range claims.Items {
 		if id, err := ParseProviderID(c.Status.ProviderID); err == nil {
-			out[id] = c.Status.ProviderID
+			providerIDs[id] = c.Status.ProviderID
+			if r := c.Labels[LabelCapacityReservationID]; r != "" {
+				reservations[id] = r
+			}
 		}
 	}
-	return out, nil
+	return providerIDs, reservations, nil
+}
+
+// tellReclaimed tells the reclaimed hook of the reservations the notices'
+// capacity reservation interruptions are about (reservations: by instance ID).
+func (q *InterruptionQueue) tellReclaimed(notices []instanceNotice, reservations map[string]string) {
+	if q.reclaimed == nil {
+		return
+	}
+	for _, n := range notices {
+		if r := reservations[n.instanceID]; r != "" && n.kind == KindCapacityReservationInterruption {
+			q.reclaimed(r)
+		}
+	}
 }
 
 // event is an EventBridge event as delivered to SQS.
@@ -194,6 +227,9 @@ type event struct {
 type ec2Detail struct {
 	InstanceID string `json:"instance-id"`
 	State      string `json:"state"`
+	// TerminationTime is when a capacity reservation interruption takes the
+	// instance (RFC 3339).
+	TerminationTime string `json:"instance-termination-time"`
 }
 
 type healthDetail struct {
@@ -228,9 +264,9 @@ type instanceNotice struct {
 }
 
 // noticesOf reads what an event announces, as Karpenter acts on it: a spot
-// interruption warning, an EC2 scheduled change and an instance stopping or
-// terminating take the instance away; a rebalance recommendation is only
-// recorded; anything else says nothing.
+// interruption warning, a capacity reservation interruption warning, an EC2
+// scheduled change and an instance stopping or terminating take the instance
+// away; a rebalance recommendation is only recorded; anything else says nothing.
 func noticesOf(ev event) ([]instanceNotice, error) {
 	switch {
 	case ev.Source == "aws.ec2" && ev.DetailType == "EC2 Spot Instance Interruption Warning":
@@ -239,6 +275,17 @@ func noticesOf(ev event) ([]instanceNotice, error) {
 			return nil, detailError(ev, err, "instance-id")
 		}
 		return []instanceNotice{{instanceID: d.InstanceID, kind: KindSpotInterruption, at: ev.Time.Add(spotWarning)}}, nil
+	case ev.Source == "aws.ec2" && ev.DetailType == "EC2 Capacity Reservation Instance Interruption Warning":
+		d, err := decodeDetail[ec2Detail](ev)
+		if err != nil || d.InstanceID == "" {
+			return nil, detailError(ev, err, "instance-id")
+		}
+		// EC2 warns two minutes ahead, and says when.
+		at := ev.Time.Add(spotWarning)
+		if t, err := time.Parse(time.RFC3339, d.TerminationTime); err == nil {
+			at = t
+		}
+		return []instanceNotice{{instanceID: d.InstanceID, kind: KindCapacityReservationInterruption, at: at}}, nil
 	case ev.Source == "aws.ec2" && ev.DetailType == "EC2 Instance Rebalance Recommendation":
 		d, err := decodeDetail[ec2Detail](ev)
 		if err != nil || d.InstanceID == "" {

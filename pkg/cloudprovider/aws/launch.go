@@ -70,6 +70,15 @@ func InstanceTags(claim *v1.NodeClaim, nc *awsv1.EC2NodeClass, cluster string) m
 	return tags
 }
 
+// TemplateTags are the tags a launch template gives what it makes besides the
+// instance and its volumes (its network interfaces): the instance's, less the
+// claim's name, since one template serves every claim of its configuration.
+func TemplateTags(instanceTags map[string]string) map[string]string {
+	out := maps.Clone(instanceTags)
+	delete(out, TagNodeClaim)
+	return out
+}
+
 // Override is one way the fleet may fill the request: an instance type in a subnet.
 type Override struct {
 	InstanceType string
@@ -96,7 +105,10 @@ type FleetPlan struct {
 	// ReservationType is the kind of the reservations a reserved launch targets
 	// (one kind per launch: a capacity block launches as its own market type).
 	ReservationType awsv1.CapacityReservationType
-	Groups          []LaunchGroup
+	// ReservationInterruptible: the reservations are interruptible ones, bought
+	// as reserved capacity of that reservation type.
+	ReservationInterruptible bool
+	Groups                   []LaunchGroup
 	// Types are the instance types planned, by name, to describe what launched.
 	Types map[string]*scheduling.InstanceType
 }
@@ -120,16 +132,16 @@ func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []
 		}
 	}
 	// roomIn are the reservations a reserved offering of the type may launch into.
-	roomIn := func(name, zone string, kind awsv1.CapacityReservationType) []Reservation {
+	roomIn := func(name, zone string, kind *reservationKind) []Reservation {
 		var out []Reservation
 		for _, r := range reservations {
-			if r.InstanceType == name && r.Zone == zone && r.Available > 0 && (kind == "" || r.Type == kind) && reservationAllowed(reqs, r) {
+			if r.InstanceType == name && r.Zone == zone && r.Available > 0 && (kind == nil || r.kind() == *kind) && reservationAllowed(reqs, r) {
 				out = append(out, r)
 			}
 		}
 		return out
 	}
-	var kind awsv1.CapacityReservationType
+	var kind *reservationKind
 	usable := func(name string, o scheduling.Offering, captype string) bool {
 		_, hasSubnet := subnetOf[o.Zone]
 		ok := o.Available && o.CapacityType == captype && hasSubnet &&
@@ -155,10 +167,12 @@ func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []
 	switch {
 	case offered(CapacityTypeReserved):
 		captype = CapacityTypeReserved
-		// Default reservations first; capacity blocks launch as a market of their own.
-		kind = awsv1.CapacityReservationTypeDefault
-		if !offered(CapacityTypeReserved) {
-			kind = awsv1.CapacityReservationTypeCapacityBlock
+		// One kind per launch (capacity blocks and interruptible reservations are
+		// markets of their own), in the order of preference.
+		for _, k := range reservationKinds {
+			if kind = &k; offered(CapacityTypeReserved) {
+				break
+			}
 		}
 	case offered(CapacityTypeSpot):
 		captype = CapacityTypeSpot
@@ -202,7 +216,10 @@ func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []
 	})
 	candidates = candidates[:min(len(candidates), maxFleetTypes)]
 
-	plan := FleetPlan{CapacityType: captype, ReservationType: kind, Types: map[string]*scheduling.InstanceType{}}
+	plan := FleetPlan{CapacityType: captype, Types: map[string]*scheduling.InstanceType{}}
+	if kind != nil {
+		plan.ReservationType, plan.ReservationInterruptible = kind.Type, kind.Interruptible
+	}
 	type groupKey struct {
 		ami         string
 		maxPods     int32
@@ -312,6 +329,12 @@ type LaunchTemplateInput struct {
 	// IPv6 says the cluster is IPv6: the NodeClass's ipPrefixCount is then a count
 	// of IPv6 prefixes, as the VPC CNI hands pods addresses of the cluster's family.
 	IPv6 bool
+	// InterruptibleReservation: the reservation is an interruptible one, which
+	// instances enter through its own market type.
+	InterruptibleReservation bool
+	// InterfaceTags tag the network interfaces of the instances (see
+	// TemplateTags).
+	InterfaceTags map[string]string
 }
 
 // LaunchTemplate returns the template's name and data. The name hashes the data,
@@ -335,12 +358,20 @@ func LaunchTemplate(in LaunchTemplateInput) (string, *ec2types.RequestLaunchTemp
 	if in.UserData != "" {
 		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(in.UserData)))
 	}
+	if len(in.InterfaceTags) > 0 {
+		// A fleet tags instances and volumes, not network interfaces: the template does.
+		data.TagSpecifications = []ec2types.LaunchTemplateTagSpecificationRequest{{
+			ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(in.InterfaceTags)}}
+	}
 	switch {
 	case in.CapacityReservationID != "":
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(in.CapacityReservationID)}}
-		if in.CapacityBlock {
+		switch {
+		case in.CapacityBlock:
 			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		case in.InterruptibleReservation:
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeInterruptibleCapacityReservation}
 		}
 	case in.AvoidOpenReservations:
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
@@ -445,10 +476,7 @@ func FleetInput(plan FleetPlan, templateIDs []string, clientToken string, tags m
 		}
 		configs = append(configs, c)
 	}
-	var ec2Tags []ec2types.Tag
-	for _, k := range slices.Sorted(maps.Keys(tags)) {
-		ec2Tags = append(ec2Tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
-	}
+	tagged := ec2Tags(tags)
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
 		ClientToken:           aws.String(clientToken),
@@ -458,13 +486,17 @@ func FleetInput(plan FleetPlan, templateIDs []string, clientToken string, tags m
 			DefaultTargetCapacityType: targetCapacityType(plan),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
-			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags},
-			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags},
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tagged},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: tagged},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: tagged},
 		},
 	}
 	switch in.TargetCapacitySpecification.DefaultTargetCapacityType {
 	case ec2types.DefaultTargetCapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	case ec2types.DefaultTargetCapacityTypeReservedCapacity:
+		in.ReservedCapacityOptions = &ec2types.ReservedCapacityOptionsRequest{
+			ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation}}
 	case ec2types.DefaultTargetCapacityTypeOnDemand:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
@@ -472,30 +504,51 @@ func FleetInput(plan FleetPlan, templateIDs []string, clientToken string, tags m
 }
 
 // targetCapacityType is what the fleet buys: a reserved launch is on-demand
-// capacity whose launch templates target the reservations, or the capacity-block
-// market for capacity blocks.
+// capacity whose launch templates target the reservations, the capacity-block
+// market for capacity blocks, reserved capacity for interruptible reservations.
 func targetCapacityType(plan FleetPlan) ec2types.DefaultTargetCapacityType {
 	switch {
 	case plan.CapacityType == CapacityTypeSpot:
 		return ec2types.DefaultTargetCapacityTypeSpot
 	case plan.CapacityType == CapacityTypeReserved && plan.ReservationType == awsv1.CapacityReservationTypeCapacityBlock:
 		return ec2types.DefaultTargetCapacityTypeCapacityBlock
+	case plan.CapacityType == CapacityTypeReserved && plan.ReservationInterruptible:
+		return ec2types.DefaultTargetCapacityTypeReservedCapacity
 	}
 	return ec2types.DefaultTargetCapacityTypeOnDemand
 }
 
-// unfulfillable are the fleet error codes that mean an offering cannot be had now.
+// unfulfillable are the fleet error codes that mean an offering cannot be had now,
+// as Karpenter reads them: the offering is avoided for a while and the claim's
+// pods are planned again on others. MaxFleetCountExceeded (the account's quota of
+// fleet requests) is one: instant fleets go as soon as they launch, so the quota
+// frees up.
 var unfulfillable = []string{
 	"InsufficientInstanceCapacity", "MaxSpotInstanceCountExceeded", "VcpuLimitExceeded",
 	"UnfulfillableCapacity", "Unsupported", "InsufficientFreeAddressesInSubnet", "ReservationCapacityExceeded",
+	"MaxFleetCountExceeded",
+}
+
+// codeSpotRoleMissing is the fleet error of a spot launch in an account without
+// the EC2 Spot service-linked role, which the caller may not create: no spot
+// instance launches until someone creates it, so all of spot is avoided for a
+// while (and on-demand launched, where allowed), as Karpenter does.
+const codeSpotRoleMissing = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+
+// SpotRoleMissing reports a fleet answer that says the account lacks the EC2 Spot
+// service-linked role.
+func SpotRoleMissing(out *ec2.CreateFleetOutput) bool {
+	return slices.ContainsFunc(out.Errors, func(e ec2types.CreateFleetError) bool { return deref(e.ErrorCode) == codeSpotRoleMissing })
 }
 
 // Launched is the instance a fleet request launched.
 type Launched struct {
 	InstanceID, InstanceType, Zone, CapacityType, ImageID string
-	// ReservationID and ReservationType are the reservation a reserved launch took.
-	ReservationID   string
-	ReservationType awsv1.CapacityReservationType
+	// ReservationID, ReservationType and ReservationInterruptible are the
+	// reservation a reserved launch took.
+	ReservationID            string
+	ReservationType          awsv1.CapacityReservationType
+	ReservationInterruptible bool
 }
 
 // ReadFleet reads a fleet answer: the instance it launched, and the offerings it
@@ -520,17 +573,26 @@ func ReadFleet(out *ec2.CreateFleetOutput, plan FleetPlan) (Launched, []cloudpro
 	}
 	var ice []cloudprovider.UnavailableOffering
 	var errs []error
+	// capacity are the codes of the errors that mean capacity lacked, once each.
+	var capacity []string
 	for _, e := range out.Errors {
 		code := deref(e.ErrorCode)
 		var o *ec2types.FleetLaunchTemplateOverrides
 		if e.LaunchTemplateAndOverrides != nil {
 			o = e.LaunchTemplateAndOverrides.Overrides
 		}
-		if slices.Contains(unfulfillable, code) && o != nil {
+		switch {
+		case slices.Contains(unfulfillable, code) && o != nil:
 			ice = append(ice, cloudprovider.UnavailableOffering{InstanceType: string(o.InstanceType), Zone: zone(o), CapacityType: plan.CapacityType})
+		case code == codeSpotRoleMissing:
+			// All of spot is short (see SpotRoleMissing), not this offering.
+		default:
+			errs = append(errs, fmt.Errorf("%s: %s", code, deref(e.ErrorMessage)))
 			continue
 		}
-		errs = append(errs, fmt.Errorf("%s: %s", code, deref(e.ErrorMessage)))
+		if msg := code + ": " + deref(e.ErrorMessage); !slices.Contains(capacity, msg) {
+			capacity = append(capacity, msg)
+		}
 	}
 	for _, inst := range out.Instances {
 		if len(inst.InstanceIds) == 0 {
@@ -567,15 +629,31 @@ func ReadFleet(out *ec2.CreateFleetOutput, plan FleetPlan) (Launched, []cloudpro
 			}) {
 				l.ImageID = g.AMI.ID
 				if plan.CapacityType == CapacityTypeReserved {
-					l.ReservationID, l.ReservationType = g.ReservationID, plan.ReservationType
+					l.ReservationID, l.ReservationType, l.ReservationInterruptible = g.ReservationID, plan.ReservationType, plan.ReservationInterruptible
 				}
 				break
 			}
 		}
 		return l, ice, nil
 	}
-	if len(ice) > 0 || len(errs) == 0 {
-		return Launched{}, ice, &cloudprovider.InsufficientCapacityError{Offerings: ice}
+	if len(capacity) > 0 || len(errs) == 0 {
+		// Capacity lacked: the claim's pods go elsewhere. Its message says why,
+		// for the claim's event.
+		err := error(&cloudprovider.InsufficientCapacityError{Offerings: ice})
+		if len(capacity) > 0 {
+			err = fmt.Errorf("%w (%s)", err, strings.Join(capacity, "; "))
+		}
+		return Launched{}, ice, err
 	}
+
 	return Launched{}, ice, fmt.Errorf("the fleet launched nothing: %w", errors.Join(errs...))
+}
+
+// ec2Tags are tags in EC2's form, by key.
+func ec2Tags(tags map[string]string) []ec2types.Tag {
+	var out []ec2types.Tag
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	return out
 }

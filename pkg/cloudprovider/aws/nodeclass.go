@@ -126,7 +126,8 @@ func SortCapacityReservations(found []ec2types.CapacityReservation) []awsv1.Capa
 		seen[id] = true
 		cr := awsv1.CapacityReservation{ID: id, AvailabilityZone: deref(r.AvailabilityZone), InstanceType: deref(r.InstanceType),
 			InstanceMatchCriteria: string(r.InstanceMatchCriteria), OwnerID: deref(r.OwnerId),
-			ReservationType: awsv1.CapacityReservationTypeDefault, State: awsv1.CapacityReservationStateActive}
+			ReservationType: awsv1.CapacityReservationTypeDefault, State: awsv1.CapacityReservationStateActive,
+			Interruptible: deref(r.Interruptible)}
 		if r.ReservationType == ec2types.CapacityReservationTypeCapacityBlock {
 			cr.ReservationType = awsv1.CapacityReservationTypeCapacityBlock
 		}

@@ -116,7 +116,8 @@ func TestPolicyDocumentsParse(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{"aws.ec2/" + fakeaws.DetailRebalance, "aws.ec2/" + fakeaws.DetailSpotInterruption,
-		"aws.ec2/" + fakeaws.DetailStateChange, "aws.health/" + fakeaws.DetailHealth}
+		"aws.ec2/" + fakeaws.DetailStateChange, "aws.health/" + fakeaws.DetailHealth,
+		"aws.ec2/" + fakeaws.DetailCapacityReservationInterruption}
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("interruption rules match %v, want %v", got, want)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -24,6 +25,9 @@ const CapacityTypeReserved = "reserved"
 const (
 	LabelCapacityReservationID   = labelPrefix + "capacity-reservation-id"
 	LabelCapacityReservationType = labelPrefix + "capacity-reservation-type"
+	// LabelCapacityReservationInterruptible is "true" on a node of an
+	// interruptible capacity reservation, "false" on other reserved nodes.
+	LabelCapacityReservationInterruptible = labelPrefix + "capacity-reservation-interruptible"
 )
 
 // reservedPriceFactor prices a reserved offering at a millionth of the type's
@@ -38,26 +42,58 @@ type Reservation struct {
 	InstanceType string
 	Zone         string
 	Type         awsv1.CapacityReservationType
-	Available    int
+	// Interruptible reservations may be taken back by their owner.
+	Interruptible bool
+	Available     int
 }
 
-// Reservations are the NodeClass's active reservations in the zones of its subnets
-// whose instances left are known (available, by reservation ID, from
-// DescribeCapacityReservations). Expiring capacity blocks are left out: EC2 is
-// about to take their instances back.
-func Reservations(nc *awsv1.EC2NodeClass, available map[string]int) []Reservation {
+// reservationKind is how a reservation is launched into: one kind per launch.
+type reservationKind struct {
+	Type          awsv1.CapacityReservationType
+	Interruptible bool
+}
+
+func (r Reservation) kind() reservationKind { return reservationKind{r.Type, r.Interruptible} }
+
+// reservationKinds are the kinds in the order a launch tries them, as Karpenter
+// prefers them: default reservations, then capacity blocks, then interruptible
+// reservations, which may be taken back.
+var reservationKinds = []reservationKind{
+	{Type: awsv1.CapacityReservationTypeDefault},
+	{Type: awsv1.CapacityReservationTypeCapacityBlock},
+	{Type: awsv1.CapacityReservationTypeDefault, Interruptible: true},
+}
+
+// capacityBlockClosing is how long before its end a capacity block takes no new
+// nodes: EC2 starts taking its instances back 30 minutes before the end, and its
+// nodes are drained ten minutes before that (see CapacityBlocks), so a node
+// launched later would be drained as soon as it came up.
+const capacityBlockClosing = capacityBlockReclaim + capacityBlockDrainLead
+
+// Reservations are the NodeClass's reservations in the zones of its subnets, with
+// the instances they have left (available, by reservation ID, from
+// DescribeCapacityReservations). A reservation launches nothing, and is still
+// listed for the nodes already in it (their offering stays known, so they are not
+// taken for drifted), while its room is unknown (this process has not read it
+// yet: after a restart, until the NodeClass is resolved) and once it is a
+// capacity block that is expiring or within capacityBlockClosing of its end at now.
+func Reservations(nc *awsv1.EC2NodeClass, available map[string]int, now time.Time) []Reservation {
 	zones := map[string]bool{}
 	for _, s := range nc.Status.Subnets {
 		zones[s.Zone] = true
 	}
 	var out []Reservation
 	for _, cr := range nc.Status.CapacityReservations {
-		n, known := available[cr.ID]
-		if !known || !zones[cr.AvailabilityZone] || cr.State == awsv1.CapacityReservationStateExpiring {
+		if !zones[cr.AvailabilityZone] {
 			continue
 		}
+		n := available[cr.ID]
+		if cr.State == awsv1.CapacityReservationStateExpiring || cr.ReservationType == awsv1.CapacityReservationTypeCapacityBlock &&
+			cr.EndTime != nil && !now.Before(cr.EndTime.Add(-capacityBlockClosing)) {
+			n = 0
+		}
 		out = append(out, Reservation{ID: cr.ID, InstanceType: cr.InstanceType, Zone: cr.AvailabilityZone,
-			Type: cmp.Or(cr.ReservationType, awsv1.CapacityReservationTypeDefault), Available: n})
+			Type: cmp.Or(cr.ReservationType, awsv1.CapacityReservationTypeDefault), Interruptible: cr.Interruptible, Available: n})
 	}
 	return out
 }
@@ -127,15 +163,16 @@ func withCapacityTypes(reqs scheduling.Requirements, offerings []scheduling.Offe
 }
 
 // reservationAllowed reports whether a claim's requirements admit a node in the
-// reservation, by its ID and type labels.
+// reservation, by its ID, type and interruptible labels.
 func reservationAllowed(reqs scheduling.Requirements, r Reservation) bool {
-	return allows(reqs, LabelCapacityReservationID, r.ID) && allows(reqs, LabelCapacityReservationType, string(r.Type))
+	return allows(reqs, LabelCapacityReservationID, r.ID) && allows(reqs, LabelCapacityReservationType, string(r.Type)) &&
+		allows(reqs, LabelCapacityReservationInterruptible, strconv.FormatBool(r.Interruptible))
 }
 
 // needsReservation reports whether a claim's requirements admit only nodes that
 // carry the reservation labels, which spot and on-demand nodes lack.
 func needsReservation(reqs scheduling.Requirements) bool {
-	for _, key := range []string{LabelCapacityReservationID, LabelCapacityReservationType} {
+	for _, key := range []string{LabelCapacityReservationID, LabelCapacityReservationType, LabelCapacityReservationInterruptible} {
 		if r, ok := reqs.Get(key); ok && !r.AllowsAbsent() {
 			return true
 		}
@@ -155,6 +192,7 @@ func LapsedReservation(labels map[string]string, instanceReservationID string) (
 	out[v1.CapacityTypeLabelKey] = CapacityTypeOnDemand
 	delete(out, LabelCapacityReservationID)
 	delete(out, LabelCapacityReservationType)
+	delete(out, LabelCapacityReservationInterruptible)
 	return out, true
 }
 
@@ -163,7 +201,18 @@ func LapsedReservation(labels map[string]string, instanceReservationID string) (
 func reservationKey(rs []Reservation) string {
 	var b strings.Builder
 	for _, r := range rs {
-		b.WriteString(r.ID + "/" + r.InstanceType + "/" + r.Zone + "/" + string(r.Type) + "/" + strconv.Itoa(r.Available) + ";")
+		b.WriteString(r.ID + "/" + r.InstanceType + "/" + r.Zone + "/" + string(r.Type) + "/" + strconv.FormatBool(r.Interruptible) + "/" + strconv.Itoa(r.Available) + ";")
 	}
 	return b.String()
+}
+
+// ReservationReclaimed takes the room of a capacity reservation whose owner is
+// taking capacity back (an interruptible reservation's interruption warning),
+// until the NodeClass's reservations are read again.
+func (c *CloudProvider) ReservationReclaimed(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.reservationRoom[id]; ok {
+		c.reservationRoom[id] = 0
+	}
 }

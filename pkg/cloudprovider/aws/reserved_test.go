@@ -2,8 +2,10 @@ package aws
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -12,20 +14,31 @@ import (
 )
 
 func TestReservations(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	block := awsv1.CapacityReservationTypeCapacityBlock
 	nc := &awsv1.EC2NodeClass{Status: awsv1.EC2NodeClassStatus{
 		Subnets: []awsv1.Subnet{{ID: "subnet-a", Zone: "us-east-1a"}},
 		CapacityReservations: []awsv1.CapacityReservation{
 			{ID: "cr-a", InstanceType: "m5.large", AvailabilityZone: "us-east-1a"},
-			{ID: "cr-block", InstanceType: "p5.48xlarge", AvailabilityZone: "us-east-1a", ReservationType: awsv1.CapacityReservationTypeCapacityBlock},
+			{ID: "cr-block", InstanceType: "p5.48xlarge", AvailabilityZone: "us-east-1a", ReservationType: block, EndTime: at(2 * time.Hour)},
+			{ID: "cr-closing", InstanceType: "p5.48xlarge", AvailabilityZone: "us-east-1a", ReservationType: block, EndTime: at(39 * time.Minute)},
 			{ID: "cr-expiring", InstanceType: "p5.48xlarge", AvailabilityZone: "us-east-1a", State: awsv1.CapacityReservationStateExpiring},
 			{ID: "cr-b", InstanceType: "m5.large", AvailabilityZone: "us-east-1b"},       // no subnet there
 			{ID: "cr-unknown", InstanceType: "m5.large", AvailabilityZone: "us-east-1a"}, // room not read yet
+			{ID: "cr-lent", InstanceType: "m5.large", AvailabilityZone: "us-east-1a", Interruptible: true},
 		},
 	}}
-	got := Reservations(nc, map[string]int{"cr-a": 3, "cr-block": 1, "cr-expiring": 1, "cr-b": 2})
+	got := Reservations(nc, map[string]int{"cr-a": 3, "cr-block": 1, "cr-closing": 1, "cr-expiring": 1, "cr-b": 2, "cr-lent": 1}, now)
+	dflt := awsv1.CapacityReservationTypeDefault
 	want := []Reservation{
-		{ID: "cr-a", InstanceType: "m5.large", Zone: "us-east-1a", Type: awsv1.CapacityReservationTypeDefault, Available: 3},
-		{ID: "cr-block", InstanceType: "p5.48xlarge", Zone: "us-east-1a", Type: awsv1.CapacityReservationTypeCapacityBlock, Available: 1},
+		{ID: "cr-a", InstanceType: "m5.large", Zone: "us-east-1a", Type: dflt, Available: 3},
+		{ID: "cr-block", InstanceType: "p5.48xlarge", Zone: "us-east-1a", Type: block, Available: 1},
+		// Listed for the nodes in them, with no room for new ones.
+		{ID: "cr-closing", InstanceType: "p5.48xlarge", Zone: "us-east-1a", Type: block},
+		{ID: "cr-expiring", InstanceType: "p5.48xlarge", Zone: "us-east-1a", Type: dflt},
+		{ID: "cr-unknown", InstanceType: "m5.large", Zone: "us-east-1a", Type: dflt},
+		{ID: "cr-lent", InstanceType: "m5.large", Zone: "us-east-1a", Type: dflt, Interruptible: true, Available: 1},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("reservations (-want +got):\n%s", d)

@@ -1,7 +1,8 @@
 // Package health repairs broken nodes, as Karpenter's Node Auto Repair does (feature
 // gate NodeRepair, off by default): a node whose condition has matched a repair
 // policy for longer than the policy's toleration — the kubelet's Ready False or
-// Unknown for 30 minutes — has its NodeClaim deleted at once, without a disruption
+// Unknown for 30 minutes, and the provider's own (on AWS the node monitoring
+// agent's conditions and EC2's status checks) — has its NodeClaim deleted at once, without a disruption
 // budget and without waiting for a drain the broken node cannot finish, unless more
 // than 20% of its NodePool's nodes are unhealthy (see disruption.DecideRepairs).
 package health
@@ -10,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,9 @@ type Controller struct {
 	policies []disruption.RepairPolicy
 	// wake tells the provisioner that pods will need a place.
 	wake func()
+	// nodeHealth, when set, adds the provider's own health conditions to the
+	// nodes' (see WithNodeHealth).
+	nodeHealth cloudprovider.NodeHealthSource
 	// blocked remembers the reason last reported per node: one event per reason,
 	// not one per pass.
 	blocked map[string]string
@@ -52,6 +57,13 @@ type Controller struct {
 func NewController(kube client.Client, cloud cloudprovider.CloudProvider, recorder record.EventRecorder, clk clock.Clock,
 	policies []disruption.RepairPolicy, wake func()) *Controller {
 	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, policies: policies, wake: wake, blocked: map[string]string{}}
+}
+
+// WithNodeHealth has the provider's view of its instances' health read on every
+// pass: its conditions count as the nodes' own, against the same policies.
+func (c *Controller) WithNodeHealth(src cloudprovider.NodeHealthSource) *Controller {
+	c.nodeHealth = src
+	return c
 }
 
 // Name is the controller's name.
@@ -87,8 +99,9 @@ func (c *Controller) Pass(ctx context.Context) (*disruption.RepairDecision, erro
 	}
 	in := &disruption.RepairInput{Now: c.clock.Now(), Policies: c.policies,
 		Manages: func(nc *v1.NodeClaim) bool { return cloudprovider.Manages(c.cloud, nc) }}
+	extra := c.providerConditions(ctx)
 	for i := range nodes.Items {
-		in.Nodes = append(in.Nodes, &nodes.Items[i])
+		in.Nodes = append(in.Nodes, withConditions(&nodes.Items[i], extra[nodes.Items[i].Spec.ProviderID]))
 	}
 	for i := range claims.Items {
 		in.Claims = append(in.Claims, &claims.Items[i])
@@ -105,6 +118,34 @@ func (c *Controller) Pass(ctx context.Context) (*disruption.RepairDecision, erro
 		c.wake()
 	}
 	return dec, errors.Join(errs...)
+}
+
+// providerConditions are the provider's health conditions by provider ID; a read
+// that fails leaves the kubelet's conditions to judge by, this pass.
+func (c *Controller) providerConditions(ctx context.Context) map[string][]corev1.NodeCondition {
+	if c.nodeHealth == nil {
+		return nil
+	}
+	out, err := c.nodeHealth.NodeConditions(ctx)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "reading the provider's view of node health")
+		return nil
+	}
+	return out
+}
+
+// withConditions is the node with the conditions added (each replacing one of
+// its type), a copy if there are any: the listed node is the cache's own.
+func withConditions(n *corev1.Node, conds []corev1.NodeCondition) *corev1.Node {
+	if len(conds) == 0 {
+		return n
+	}
+	out := n.DeepCopy()
+	for _, add := range conds {
+		out.Status.Conditions = slices.DeleteFunc(out.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == add.Type })
+		out.Status.Conditions = append(out.Status.Conditions, add)
+	}
+	return out
 }
 
 // repair deletes the claim of a broken node. Its termination timestamp, now, tells

@@ -1,14 +1,17 @@
 package health
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,5 +159,41 @@ func TestRepair(t *testing.T) {
 	}
 	if got := events(recorder); strings.Contains(got, "NodeRepairBlocked") {
 		t.Errorf("a blocked node was reported again for the same reason:\n%s", got)
+	}
+}
+
+// providerHealth is a provider's view of its instances' health, by provider ID.
+type providerHealth map[string][]corev1.NodeCondition
+
+func (p providerHealth) NodeConditions(context.Context) (map[string][]corev1.NodeCondition, error) {
+	return p, nil
+}
+
+// The provider's own health conditions (EC2's status checks, say) count as the
+// node's, against the provider's policies: a Ready node whose instance the
+// provider reports impaired past the toleration is repaired.
+func TestProviderHealthFeedsRepair(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	for i := range 5 {
+		node(t, fmt.Sprintf("host-%d", i), "hosts", "SimNodeClass", corev1.ConditionTrue, clk.Now().Add(-time.Hour))
+	}
+	policies := append(slices.Clone(disruption.KubeletRepairPolicies),
+		disruption.RepairPolicy{ConditionType: "HostOK", ConditionStatus: corev1.ConditionFalse, Toleration: 2 * time.Minute})
+	impaired := providerHealth{"fake:///host-0": {{Type: "HostOK", Status: corev1.ConditionFalse,
+		LastTransitionTime: metav1.NewTime(clk.Now().Add(-3 * time.Minute))}}}
+	recorder := record.NewFakeRecorder(100)
+	c := NewController(kube, fake.New(schedtest.SyntheticTypes(1)), recorder, clk, policies, nil).WithNodeHealth(impaired)
+	dec, err := c.Pass(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dec.Repairs) != 1 || dec.Repairs[0].Claim.Name != "host-0" || dec.Repairs[0].Condition.Type != "HostOK" {
+		t.Fatalf("repairs %+v, want host-0's for HostOK", dec.Repairs)
+	}
+	if claim(t, "host-0").DeletionTimestamp == nil {
+		t.Error("the impaired host's claim was not deleted")
+	}
+	if claim(t, "host-1").DeletionTimestamp != nil {
+		t.Error("a healthy host was repaired")
 	}
 }

@@ -269,7 +269,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		controllerFunc{"cloudprovider." + opts.CloudProvider, func(_ context.Context, mgr manager.Manager) error { return prov.register(mgr) }},
 		disruptionctl.NewController(kube, mgr.GetAPIReader(), cluster, cloud, instanceTypes, recorder, clk, opts.Disruption, provisioner.Trigger))
 	if opts.FeatureGates.NodeRepair {
-		controllers = append(controllers, health.NewController(kube, cloud, recorder, clk, disruption.KubeletRepairPolicies, provisioner.Trigger))
+		policies := prov.repairPolicies
+		if len(policies) == 0 {
+			policies = disruption.KubeletRepairPolicies
+		}
+		repair := health.NewController(kube, cloud, recorder, clk, policies, provisioner.Trigger)
+		if prov.nodeHealth != nil {
+			repair = repair.WithNodeHealth(prov.nodeHealth)
+		}
+		controllers = append(controllers, repair)
 	}
 	controllers = append(controllers,
 		expiration.NewController(kube, cloud, recorder, clk, provisioner.Trigger),

@@ -275,7 +275,7 @@ func (c *CloudProvider) reservations(nc *awsv1.EC2NodeClass) []Reservation {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Reservations(nc, c.reservationRoom)
+	return Reservations(nc, c.reservationRoom, c.clock.Now())
 }
 
 // baseInstanceTypes builds the NodeClass's instance types without reservations,
@@ -506,8 +506,9 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		name, data := LaunchTemplate(LaunchTemplateInput{Cluster: c.opts.ClusterName, NodeClass: nc, ImageID: g.AMI.ID,
 			UserData: userData, SecurityGroups: groups, InstanceProfile: nc.Status.InstanceProfile,
 			CapacityReservationID: g.ReservationID, CapacityBlock: plan.ReservationType == awsv1.CapacityReservationTypeCapacityBlock,
-			AvoidOpenReservations: c.opts.ReservedCapacity && plan.CapacityType != CapacityTypeReserved,
-			IPv6:                  strings.Contains(cluster.ServiceCIDR, ":"), PlacementGroupID: group.ID})
+			AvoidOpenReservations:    c.opts.ReservedCapacity && plan.CapacityType != CapacityTypeReserved,
+			InterruptibleReservation: plan.ReservationInterruptible, InterfaceTags: TemplateTags(tags),
+			IPv6: strings.Contains(cluster.ServiceCIDR, ":"), PlacementGroupID: group.ID})
 		id, err := c.ensureTemplate(ctx, name, data, nc)
 		if err != nil {
 			return nil, err
@@ -535,13 +536,17 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	}
 	launched, ice, err := ReadFleet(out, plan)
 	c.unavailable.Mark(ice...)
+	if SpotRoleMissing(out) {
+		c.unavailable.MarkCapacityType(CapacityTypeSpot)
+	}
 	c.spendRoom(plan, launched, ice)
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", claim.Name, err)
 	}
 	inst := Instance{ID: launched.InstanceID, Type: launched.InstanceType, Zone: launched.Zone, CapacityType: launched.CapacityType,
 		ImageID: launched.ImageID, Tags: tags, LaunchTime: c.clock.Now(), State: ec2types.InstanceStateNamePending,
-		CapacityReservationID: launched.ReservationID, CapacityReservationType: launched.ReservationType}
+		CapacityReservationID: launched.ReservationID, CapacityReservationType: launched.ReservationType,
+		CapacityReservationInterruptible: launched.ReservationInterruptible}
 	c.placeLaunched(ctx, &inst, group)
 	result := withClaim(inst.NodeClaim(plan.Types[launched.InstanceType]), claim)
 	c.mu.Lock()

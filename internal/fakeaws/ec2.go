@@ -78,6 +78,7 @@ type instance struct {
 	ProfileARN    string
 	ProfileID     string
 	Reservation   string // capacity reservation ID
+	Tenancy       string // Placement.Tenancy launched with; empty is default
 	// InterfaceID is the primary network interface, InterfaceTags its tags.
 	InterfaceID   string
 	InterfaceTags map[string]string

@@ -318,8 +318,10 @@ func (s *Server) resolvePool(p *pool, capacityType string) (code, msg string) {
 	if !slices.Contains(p.typ.Zones, p.subnet.Zone) {
 		return "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s).", p.typ.Name, p.subnet.Zone)
 	}
-	if code, msg := checkInterfaces(lt, p.typ); code != "" {
-		return code, msg
+	for _, check := range []func(*launchTemplate, *instanceType) (string, string){checkInterfaces, checkNetworkCards, checkCPUOptions, checkTenancy} {
+		if code, msg := check(lt, p.typ); code != "" {
+			return code, msg
+		}
 	}
 	if o.Priority != "" {
 		pr, err := strconv.ParseFloat(o.Priority, 64)
@@ -392,7 +394,7 @@ func (s *Server) launchLocked(p *pool, capacityType, reservationID, fleetID, tok
 		FleetID: fleetID, ClientToken: token, TemplateID: p.template.ID, Groups: slices.Clone(p.template.Groups),
 		HTTPTokens: cmp.Or(p.template.HTTPTokens, "optional"), HopLimit: cmp.Or(p.template.HopLimit, 1),
 		State: statePending, StateAt: now, LaunchedAt: now, VisibleAt: now.Add(s.opts.ConsistencyDelay),
-		UserData: p.template.UserData,
+		UserData: p.template.UserData, Tenancy: p.template.Tenancy,
 		// The primary network interface, tagged as the template says.
 		InterfaceID: s.newIDLocked("eni"), InterfaceTags: cloneTags(p.template.InterfaceTags),
 	}
@@ -451,7 +453,7 @@ func (s *Server) instanceView(i *instance) xmlInstance {
 	x := xmlInstance{
 		InstanceID: i.ID, ImageID: i.ImageID, InstanceState: xmlInstanceState{Code: stateCodes[i.State], Name: i.State},
 		PrivateDNSName: i.privateDNSName(s.opts.Region), InstanceType: i.Type, LaunchTime: xmlTime(i.LaunchedAt),
-		Placement: xmlPlacement{AvailabilityZone: i.Zone, AvailabilityZoneID: s.inv.zoneID(i.Zone), Tenancy: "default",
+		Placement: xmlPlacement{AvailabilityZone: i.Zone, AvailabilityZoneID: s.inv.zoneID(i.Zone), Tenancy: cmp.Or(i.Tenancy, "default"),
 			GroupName: i.PlacementGroupName, GroupID: i.PlacementGroupID, PartitionNumber: i.Partition},
 		Monitoring: "disabled", SubnetID: i.SubnetID, VpcID: i.VPCID, PrivateIPAddress: i.PrivateIP, IPAddress: i.PublicIP,
 		SourceDestCheck: true, StateReason: i.StateReason, Architecture: i.Architecture, RootDeviceType: "ebs",

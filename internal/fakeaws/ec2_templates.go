@@ -50,6 +50,11 @@ type launchTemplate struct {
 	InterfaceTags map[string]string
 	// MarketType is InstanceMarketOptions.MarketType.
 	MarketType string
+	// Tenancy is Placement.Tenancy.
+	Tenancy string
+	// NestedVirtualization, CoreCount and ThreadsPerCore are the CpuOptions.
+	NestedVirtualization      string
+	CoreCount, ThreadsPerCore int
 }
 
 // templateInterface is one network interface of a launch template, as EC2 reads it.
@@ -251,6 +256,17 @@ func (s *Server) readTemplateData(q *queryParams, lt *launchTemplate) error {
 	lt.InstanceTags = cloneTags(specs["instance"])
 	lt.InterfaceTags = cloneTags(specs["network-interface"])
 	lt.MarketType = q.values[p+"InstanceMarketOptions.MarketType"]
+	lt.Tenancy = q.values[p+"Placement.Tenancy"]
+	lt.NestedVirtualization = q.values[p+"CpuOptions.NestedVirtualization"]
+	for k, to := range map[string]*int{"CoreCount": &lt.CoreCount, "ThreadsPerCore": &lt.ThreadsPerCore} {
+		if v, ok := q.values[p+"CpuOptions."+k]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return badRequest("InvalidParameterValue", "Value (%s) for parameter CpuOptions.%s is invalid", v, k)
+			}
+			*to = n
+		}
+	}
 	return nil
 }
 

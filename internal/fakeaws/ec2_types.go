@@ -47,6 +47,17 @@ func (t *instanceType) view() xmlInstanceType {
 	if t.Arch == "arm64" {
 		x.SupportedBootModes = []string{"uefi"}
 	}
+	x.ProcessorInfo.SupportedFeatures = t.supportedFeatures()
+	if cards := t.networkCards(); cards > 1 {
+		x.NetworkInfo.MaximumNetworkCards, x.NetworkInfo.MaximumNetworkInterfaces = cards, cards*t.ENIs
+		x.NetworkInfo.NetworkCards = nil
+		for c := range cards {
+			x.NetworkInfo.NetworkCards = append(x.NetworkInfo.NetworkCards, xmlNetworkCardInfo{NetworkCardIndex: c, MaximumNetworkInterfaces: t.ENIs})
+		}
+	}
+	if efa := t.efaInterfaces(); efa > 0 {
+		x.NetworkInfo.EfaSupported, x.NetworkInfo.EfaInfo = true, &xmlEfaInfo{MaximumEfaInterfaces: efa}
+	}
 	if t.StorageGB > 0 {
 		x.InstanceStorageInfo = &xmlInstanceStorage{
 			TotalSizeInGB: t.StorageGB, Disks: []xmlDiskInfo{{SizeInGB: t.StorageGB / int64(t.Disks), Count: t.Disks, Type: t.DiskType}},

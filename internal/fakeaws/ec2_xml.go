@@ -63,6 +63,7 @@ type xmlProcessorInfo struct {
 	SupportedArchitectures   []string `xml:"supportedArchitectures>item"`
 	SustainedClockSpeedInGhz float64  `xml:"sustainedClockSpeedInGhz,omitempty"`
 	Manufacturer             string   `xml:"manufacturer"`
+	SupportedFeatures        []string `xml:"supportedFeatures>item,omitempty"`
 }
 
 type xmlVCPUInfo struct {
@@ -106,8 +107,13 @@ type xmlNetworkInfo struct {
 	Ipv6Supported                bool                 `xml:"ipv6Supported"`
 	EnaSupport                   string               `xml:"enaSupport"`
 	EfaSupported                 bool                 `xml:"efaSupported"`
+	EfaInfo                      *xmlEfaInfo          `xml:"efaInfo,omitempty"`
 	EncryptionInTransitSupported bool                 `xml:"encryptionInTransitSupported"`
 	EnaSrdSupported              bool                 `xml:"enaSrdSupported"`
+}
+
+type xmlEfaInfo struct {
+	MaximumEfaInterfaces int32 `xml:"maximumEfaInterfaces"`
 }
 
 type xmlNetworkCardInfo struct {

@@ -160,8 +160,12 @@ func (s *Server) servePricing(w http.ResponseWriter, c *call) error {
 		if t.OnDemandPrice == 0 {
 			continue
 		}
-		for _, os := range []string{"Linux", "Windows"} {
-			doc := s.priceDocument(t, os)
+		for _, os := range []string{"Linux", "Windows", "Linux/Dedicated", "Windows/Dedicated"} {
+			os, dedicated := strings.CutSuffix(os, "/Dedicated")
+			if dedicated && t.dedicatedPrice() == 0 {
+				continue
+			}
+			doc := s.priceDocument(t, os, dedicated)
 			attrs := doc["product"].(map[string]any)["attributes"].(map[string]string)
 			ok := true
 			for _, f := range in.Filters {
@@ -236,16 +240,27 @@ func osPrice(t *instanceType, linux float64, os string) float64 {
 
 // priceDocument is a type's shared-tenancy, licence-included on-demand price on
 // the operating system (Linux or Windows) as GetProducts returns it.
-func (s *Server) priceDocument(t *instanceType, os string) map[string]any {
-	sku := strings.ToUpper(strings.ReplaceAll(stableID("sku", s.opts.Region+"/"+t.Name+"/"+os)[5:], "0", "Q"))[:16]
-	hourly := osPrice(t, t.OnDemandPrice, os)
+//
+// With dedicated, it is the type's price on dedicated hardware (tenancy
+// Dedicated, usage type DedicatedUsage).
+func (s *Server) priceDocument(t *instanceType, os string, dedicated bool) map[string]any {
+	tenancy, usage, linux := "Shared", "BoxUsage:", t.OnDemandPrice
+	if dedicated {
+		tenancy, usage, linux = "Dedicated", "DedicatedUsage:", t.dedicatedPrice()
+	}
+	key := s.opts.Region + "/" + t.Name + "/" + os
+	if dedicated {
+		key += "/" + tenancy
+	}
+	sku := strings.ToUpper(strings.ReplaceAll(stableID("sku", key)[5:], "0", "Q"))[:16]
+	hourly := osPrice(t, linux, os)
 	price := strconv.FormatFloat(hourly, 'f', 10, 64)
 	attrs := map[string]string{
 		"servicecode": "AmazonEC2", "servicename": "Amazon Elastic Compute Cloud", "instanceType": t.Name,
 		"instanceFamily": familyName(t.Category), "regionCode": s.opts.Region, "location": cmp.Or(regionNames[s.opts.Region], s.opts.Region),
-		"locationType": "AWS Region", "operatingSystem": os, "tenancy": "Shared", "preInstalledSw": "NA",
+		"locationType": "AWS Region", "operatingSystem": os, "tenancy": tenancy, "preInstalledSw": "NA",
 		"licenseModel": "No License required", "capacitystatus": "Used", "marketoption": "OnDemand", "operation": "RunInstances",
-		"usagetype": "BoxUsage:" + t.Name, "vcpu": strconv.Itoa(int(t.VCPUs)),
+		"usagetype": usage + t.Name, "vcpu": strconv.Itoa(int(t.VCPUs)),
 		"memory":            strconv.FormatFloat(float64(t.MemoryMiB)/1024, 'f', -1, 64) + " GiB",
 		"currentGeneration": map[bool]string{true: "Yes", false: "No"}[t.CurrentGeneration],
 		"physicalProcessor": t.Manufacturer, "processorArchitecture": "64-bit",

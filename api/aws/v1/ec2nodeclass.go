@@ -28,6 +28,7 @@ type EC2NodeClass struct {
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2022' or 'Custom' when using a Windows2022 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)"
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2025' or 'Custom' when using a Windows2025 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)"
 	// +kubebuilder:validation:XValidation:message="must specify amiFamily if amiSelectorTerms does not contain an alias",rule="self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)"
+	// +kubebuilder:validation:XValidation:message="instanceStorePolicy RAID0 is not supported on Windows AMI families: nothing on a Windows node sets up the instance-store disks",rule="!has(self.instanceStorePolicy) || self.instanceStorePolicy != 'RAID0' || !(has(self.amiFamily) ? self.amiFamily.startsWith('Windows') : self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.startsWith('windows')))"
 	Spec   EC2NodeClassSpec   `json:"spec,omitempty"`
 	Status EC2NodeClassStatus `json:"status,omitempty"`
 }
@@ -138,6 +139,8 @@ type EC2NodeClassSpec struct {
 	// +optional
 	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
 	// InstanceStorePolicy says what to do with the instance's local NVMe disks.
+	// RAID0 needs a family whose bootstrap sets the disks up (AL2, AL2023,
+	// Bottlerocket) or Custom user data that does; Windows families are refused.
 	// +optional
 	InstanceStorePolicy *InstanceStorePolicy `json:"instanceStorePolicy,omitempty"`
 	// DetailedMonitoring turns on one-minute CloudWatch metrics for nodes.
@@ -152,6 +155,84 @@ type EC2NodeClassSpec struct {
 	// Context is passed as the reserved Context field of EC2 CreateFleet.
 	// +optional
 	Context *string `json:"context,omitempty"`
+	// NetworkInterfaces are the network interfaces every node launches with, by
+	// network card and device index, in place of the one primary interface: ENA
+	// ("interface") and EFA-only ("efa-only") interfaces. Only instance types with
+	// those network cards, devices and EFA interfaces are launched, and a node's
+	// vpc.amazonaws.com/efa is its efa-only interfaces.
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must include a primary interface with interfaceType='interface'",rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')"
+	// +kubebuilder:validation:XValidation:message="networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, and can have at most one efa device per network card",rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))"
+	// +kubebuilder:validation:MaxItems:=150
+	// +optional
+	NetworkInterfaces []*NetworkInterface `json:"networkInterfaces,omitempty"`
+	// ConnectionTracking sets the idle timeouts of connection tracking on the
+	// network interfaces of the launch template (not efa-only ones, and not the
+	// ones a CNI adds later). Only instance types built on Nitro are launched.
+	// +kubebuilder:validation:XValidation:message="at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set",rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)"
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+	// CPUOptions are the processor options nodes launch with.
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
+}
+
+// InterfaceType is the kind of a network interface of networkInterfaces.
+type InterfaceType string
+
+const (
+	// InterfaceTypeInterface is an ENA interface with IP addresses.
+	InterfaceTypeInterface InterfaceType = "interface"
+	// InterfaceTypeEFAOnly is an EFA device without IP networking.
+	InterfaceTypeEFAOnly InterfaceType = "efa-only"
+)
+
+// NetworkInterface is one network interface nodes launch with.
+type NetworkInterface struct {
+	// NetworkCardIndex is the network card the interface is on.
+	// +kubebuilder:validation:Minimum:=0
+	// +required
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+	// DeviceIndex is the interface's device index on its card.
+	// +kubebuilder:validation:Minimum:=0
+	// +required
+	DeviceIndex int32 `json:"deviceIndex"`
+	// InterfaceType is "interface" (ENA) or "efa-only".
+	// +kubebuilder:validation:Enum:={interface,efa-only}
+	// +required
+	InterfaceType InterfaceType `json:"interfaceType"`
+}
+
+// ConnectionTracking are connection-tracking idle timeouts, in seconds; one left
+// out keeps EC2's default.
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout is the idle timeout of established TCP connections
+	// (60 to 432,000; EC2's default is 432,000, or 350 on Nitro v6 types).
+	// +kubebuilder:validation:Minimum:=60
+	// +kubebuilder:validation:Maximum:=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	// UDPStreamTimeout is the idle timeout of UDP flows that have seen more than
+	// one request-response transaction (60 to 180; EC2's default is 180).
+	// +kubebuilder:validation:Minimum:=60
+	// +kubebuilder:validation:Maximum:=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+	// UDPTimeout is the idle timeout of UDP flows seen in one direction or in a
+	// single request-response transaction (30 to 60; EC2's default is 30).
+	// +kubebuilder:validation:Minimum:=30
+	// +kubebuilder:validation:Maximum:=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
+}
+
+// CPUOptions are processor options of nodes.
+type CPUOptions struct {
+	// NestedVirtualization lets nodes run virtual machines of their own
+	// ("enabled"); only instance types whose processor reports the
+	// nested-virtualization feature are launched then.
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets; every field set must match.

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,7 +239,7 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, pool *v1.NodePool) ([
 	if err != nil {
 		return nil, err
 	}
-	types, err := c.instanceTypes(ctx, nc)
+	types, err := c.instanceTypes(ctx, nc, TenancyFor(pool.Spec.Template.Spec.Requirements))
 	if err != nil {
 		return nil, err
 	}
@@ -248,13 +249,13 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, pool *v1.NodePool) ([
 // instanceTypes builds the NodeClass's instance types, with a reserved offering
 // where its capacity reservations are, kept while the catalog, the prices, the
 // NodeClass's settings and its reservations' room stay the same.
-func (c *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error) {
-	key, types, err := c.baseInstanceTypes(ctx, nc)
+func (c *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass, tenancy string) ([]*scheduling.InstanceType, error) {
+	key, types, err := c.baseInstanceTypes(ctx, nc, tenancy)
 	if err != nil {
 		return nil, err
 	}
 	rs := c.reservations(nc)
-	if len(rs) == 0 {
+	if len(rs) == 0 || tenancy == TenancyDedicated {
 		return types, nil
 	}
 	key += "|" + reservationKey(rs)
@@ -280,7 +281,7 @@ func (c *CloudProvider) reservations(nc *awsv1.EC2NodeClass) []Reservation {
 
 // baseInstanceTypes builds the NodeClass's instance types without reservations,
 // and the key they are cached under.
-func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) (string, []*scheduling.InstanceType, error) {
+func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass, tenancy string) (string, []*scheduling.InstanceType, error) {
 	cat, err := c.ec2Catalog(ctx)
 	if err != nil {
 		return "", nil, err
@@ -293,6 +294,7 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 	model := allocatable.EKS{VMMemoryOverheadPercent: c.opts.VMMemoryOverheadPercent, Kubelet: kubeletOf(nc.Spec.Kubelet)}
 	osLabels := OSLabels(nc.AMIFamily())
 	prices := c.prices.PricesFor(osLabels[v1.LabelOS])
+	fields := FieldsOf(nc, tenancy)
 	keyJSON, _ := json.Marshal(struct {
 		Model   allocatable.EKS
 		Zones   map[string]bool
@@ -300,7 +302,8 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 		Fetched time.Time
 		Prices  int64
 		OS      map[string]string
-	}{model, zoneSet, root.String(), cat.fetchedAt, c.prices.Generation(), osLabels})
+		Fields  NodeClassFields
+	}{model, zoneSet, root.String(), cat.fetchedAt, c.prices.Generation(), osLabels, fields})
 	key := string(keyJSON)
 	c.mu.Lock()
 	if types, ok := c.built[key]; ok {
@@ -316,8 +319,11 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 			}
 		}
 	}
-	types, err := BuildInstanceTypes(Catalog{Region: c.opts.Region, Types: cat.types, Zones: zones, Prices: prices, OSLabels: osLabels}, model, root)
+	types, err := BuildInstanceTypes(Catalog{Region: c.opts.Region, Types: cat.types, Zones: zones, Prices: prices, OSLabels: osLabels, Fields: fields}, model, root)
 	if err != nil {
+		return "", nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+	}
+	if err := dedicatedPriced(tenancy, prices, types); err != nil {
 		return "", nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
 	c.mu.Lock()
@@ -476,14 +482,20 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if err != nil {
 		return nil, err
 	}
-	types, err := c.instanceTypes(ctx, nc)
+	tenancy := TenancyFor(claim.Spec.Requirements)
+	types, err := c.instanceTypes(ctx, nc, tenancy)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := PlanFleet(claim, c.unavailable.Apply(types), nc.Status.Subnets, nc.Status.AMIs, c.reservations(nc))
+	reservations := c.reservations(nc)
+	if tenancy == TenancyDedicated {
+		reservations = nil // the reservations Tailor reads are of shared tenancy
+	}
+	plan, err := PlanFleet(claim, c.unavailable.Apply(types), nc.Status.Subnets, nc.Status.AMIs, reservations)
 	if err != nil {
 		return nil, err
 	}
+	splitByEFA(&plan, func(typ string) int { return EFAInterfaces(claim, nc, plan.Types[typ]) })
 	cluster, err := c.clusterInfo(ctx)
 	if err != nil {
 		return nil, err
@@ -508,7 +520,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 			CapacityReservationID: g.ReservationID, CapacityBlock: plan.ReservationType == awsv1.CapacityReservationTypeCapacityBlock,
 			AvoidOpenReservations:    c.opts.ReservedCapacity && plan.CapacityType != CapacityTypeReserved,
 			InterruptibleReservation: plan.ReservationInterruptible, InterfaceTags: TemplateTags(tags),
-			IPv6: strings.Contains(cluster.ServiceCIDR, ":"), PlacementGroupID: group.ID})
+			IPv6: strings.Contains(cluster.ServiceCIDR, ":"), PlacementGroupID: group.ID, EFA: g.EFA, Tenancy: tenancy})
 		id, err := c.ensureTemplate(ctx, name, data, nc)
 		if err != nil {
 			return nil, err
@@ -546,7 +558,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	inst := Instance{ID: launched.InstanceID, Type: launched.InstanceType, Zone: launched.Zone, CapacityType: launched.CapacityType,
 		ImageID: launched.ImageID, Tags: tags, LaunchTime: c.clock.Now(), State: ec2types.InstanceStateNamePending,
 		CapacityReservationID: launched.ReservationID, CapacityReservationType: launched.ReservationType,
-		CapacityReservationInterruptible: launched.ReservationInterruptible}
+		CapacityReservationInterruptible: launched.ReservationInterruptible, Tenancy: tenancy}
 	c.placeLaunched(ctx, &inst, group)
 	result := withClaim(inst.NodeClaim(plan.Types[launched.InstanceType]), claim)
 	c.mu.Lock()
@@ -858,7 +870,7 @@ func (c *CloudProvider) typeOf(ctx context.Context, inst Instance) *scheduling.I
 	if len(nc.Status.Subnets) == 0 {
 		nc.Status.Subnets = []awsv1.Subnet{{Zone: inst.Zone}}
 	}
-	types, err := c.instanceTypes(ctx, nc)
+	types, err := c.instanceTypes(ctx, nc, cmp.Or(inst.Tenancy, TenancyDefault))
 	if err != nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ type Instance struct {
 	// (from 1) in a partition group.
 	PlacementGroupID string
 	Partition        int32
+	// Tenancy is the instance's tenancy (TenancyDefault or TenancyDedicated).
+	Tenancy string
 	// CapacityReservationID is the reservation the instance is in, if any;
 	// CapacityReservationType its kind.
 	CapacityReservationID   string
@@ -46,6 +49,7 @@ func InstanceOf(in ec2types.Instance) Instance {
 	if in.Placement != nil {
 		out.Zone = deref(in.Placement.AvailabilityZone)
 		out.PlacementGroupID, out.Partition = deref(in.Placement.GroupId), deref(in.Placement.PartitionNumber)
+		out.Tenancy = string(in.Placement.Tenancy)
 	}
 	switch {
 	case in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
@@ -109,6 +113,7 @@ func (i Instance) NodeClaim(it *scheduling.InstanceType) *v1.NodeClaim {
 	nc.Labels[v1.LabelZone] = i.Zone
 	nc.Labels[v1.LabelRegion] = regionOf(i.Zone)
 	nc.Labels[v1.CapacityTypeLabelKey] = i.CapacityType
+	nc.Labels[LabelInstanceTenancy] = cmp.Or(i.Tenancy, TenancyDefault)
 	if i.CapacityType == CapacityTypeReserved {
 		nc.Labels[LabelCapacityReservationID] = i.CapacityReservationID
 		nc.Labels[LabelCapacityReservationType] = string(i.CapacityReservationType)

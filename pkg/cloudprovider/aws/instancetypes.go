@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -66,6 +67,9 @@ const (
 type Prices struct {
 	OnDemand map[string]float64
 	Spot     map[string]map[string]float64
+	// Dedicated are on-demand prices of dedicated instances, by instance type; a
+	// type without one is not offered with dedicated tenancy.
+	Dedicated map[string]float64
 }
 
 // Catalog is what EC2 says of a region, as instance types are built from it.
@@ -80,6 +84,9 @@ type Catalog struct {
 	// OSLabels replace the Linux label of every type: the NodeClass's AMI family
 	// decides the OS its nodes run (see OSLabels).
 	OSLabels map[string]string
+	// Fields are the NodeClass's settings that decide which types launch and what
+	// their nodes hold.
+	Fields NodeClassFields
 }
 
 // BuildInstanceTypes turns EC2's types into the engine's: labels, capacity and
@@ -94,22 +101,44 @@ func BuildInstanceTypes(c Catalog, model allocatable.EKS, rootVolume resource.Qu
 		name := string(info.InstanceType)
 		arch := kubeArch(info)
 		zones := c.Zones[name]
-		if arch == "" || len(zones) == 0 || info.VCpuInfo == nil || info.MemoryInfo == nil {
+		if arch == "" || len(zones) == 0 || info.VCpuInfo == nil || info.MemoryInfo == nil || !c.Fields.Compatible(info) {
 			continue
 		}
-		offerings := offeringsOf(info, zones, c.Prices)
+		offerings := offeringsOf(info, zones, c.Prices, c.Fields.Tenancy)
 		if len(offerings) == 0 {
 			continue
 		}
-		node, err := model.Node(shapeOf(info, arch, rootVolume))
+		shape := shapeOf(info, arch, rootVolume)
+		if c.Fields.InstanceStoreRAID0 {
+			// The striped instance-store disks hold the kubelet's and containerd's
+			// directories, as Karpenter counts them (GB, as EC2 gives the size).
+			if bytes, ok := ephemeralFromInstanceStore(info); ok {
+				shape.RootVolume = *resource.NewQuantity(bytes, resource.DecimalSI)
+			}
+		}
+		if n := c.Fields.efaOnlyOnDefaultCard(info); n > 0 && shape.Pods > 0 {
+			// An efa-only interface on the default card takes one of the ENIs the
+			// VPC CNI would give pods addresses from.
+			enis := podENIs(info.NetworkInfo) - int32(n)
+			shape.Pods = max(int64(enis), 0)*int64(deref(info.NetworkInfo.Ipv4AddressesPerInterface)-1) + 2
+		}
+		node, err := model.Node(shape)
 		if err != nil {
 			return nil, fmt.Errorf("instance type %s: %w", name, err)
 		}
 		for res, n := range acceleratorResources(info) {
 			node.Capacity[res] = *resource.NewQuantity(n, resource.DecimalSI)
 		}
+		if len(c.Fields.NetworkInterfaces) > 0 {
+			// The node's EFA devices are the efa-only interfaces it launches with.
+			delete(node.Capacity, ResourceEFA)
+			if n := c.Fields.efaOnly(-1); n > 0 {
+				node.Capacity[ResourceEFA] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+			}
+		}
 		labels := Labels(info)
 		maps.Copy(labels, c.OSLabels)
+		labels[LabelInstanceTenancy] = cmp.Or(c.Fields.Tenancy, TenancyDefault)
 		reqs := scheduling.LabelRequirements(labels)
 		var zs, cts []string
 		for _, o := range offerings {
@@ -167,9 +196,21 @@ func ebsVolumeLimits(info *ec2types.InstanceTypeInfo) map[string]int32 {
 
 // offeringsOf is one offering per zone and capacity type the type supports and
 // has a price for; a type without a price cannot be ranked, so it is not offered.
-func offeringsOf(info *ec2types.InstanceTypeInfo, zones []string, prices Prices) []scheduling.Offering {
+//
+// Dedicated instances are offered on-demand only, at the type's dedicated price.
+func offeringsOf(info *ec2types.InstanceTypeInfo, zones []string, prices Prices, tenancy string) []scheduling.Offering {
 	name := string(info.InstanceType)
 	var out []scheduling.Offering
+	if tenancy == TenancyDedicated {
+		p, ok := prices.Dedicated[name]
+		if !ok || !slices.Contains(info.SupportedUsageClasses, ec2types.UsageClassTypeOnDemand) {
+			return nil
+		}
+		for _, z := range slices.Sorted(slices.Values(zones)) {
+			out = append(out, scheduling.Offering{Zone: z, CapacityType: CapacityTypeOnDemand, Price: p, Available: true})
+		}
+		return out
+	}
 	for _, z := range slices.Sorted(slices.Values(zones)) {
 		if slices.Contains(info.SupportedUsageClasses, ec2types.UsageClassTypeSpot) {
 			if p, ok := prices.Spot[name][z]; ok {

@@ -94,7 +94,9 @@ type LaunchGroup struct {
 	AMI           awsv1.AMI
 	MaxPods       int32
 	ReservationID string
-	Overrides     []Override
+	// EFA is how many EFA interfaces the group's instances get (see EFAInterfaces).
+	EFA       int
+	Overrides []Override
 	// TemplateID is the group's launch template, once made.
 	TemplateID string
 }
@@ -324,17 +326,21 @@ type LaunchTemplateInput struct {
 	CapacityReservationID string
 	CapacityBlock         bool
 	AvoidOpenReservations bool
-	// PlacementGroupID is the placement group the instances launch into.
-	PlacementGroupID string
-	// IPv6 says the cluster is IPv6: the NodeClass's ipPrefixCount is then a count
-	// of IPv6 prefixes, as the VPC CNI hands pods addresses of the cluster's family.
-	IPv6 bool
 	// InterruptibleReservation: the reservation is an interruptible one, which
 	// instances enter through its own market type.
 	InterruptibleReservation bool
 	// InterfaceTags tag the network interfaces of the instances (see
 	// TemplateTags).
 	InterfaceTags map[string]string
+	// PlacementGroupID is the placement group the instances launch into.
+	PlacementGroupID string
+	// IPv6 says the cluster is IPv6: the NodeClass's ipPrefixCount is then a count
+	// of IPv6 prefixes, as the VPC CNI hands pods addresses of the cluster's family.
+	IPv6 bool
+	// EFA is how many EFA interfaces the instances get (see templateNetwork).
+	EFA int
+	// Tenancy is the instances' tenancy; empty or default is shared hardware.
+	Tenancy string
 }
 
 // LaunchTemplate returns the template's name and data. The name hashes the data,
@@ -377,25 +383,17 @@ func LaunchTemplate(in LaunchTemplateInput) (string, *ec2types.RequestLaunchTemp
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreferenceNone}
 	}
-	if in.PlacementGroupID != "" {
+	if in.PlacementGroupID != "" || (in.Tenancy != "" && in.Tenancy != TenancyDefault) {
 		// By ID, which also names a group shared from another account.
-		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(in.PlacementGroupID)}
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(in.Tenancy)}
+		if in.PlacementGroupID != "" {
+			data.Placement.GroupId = aws.String(in.PlacementGroupID)
+		}
 	}
-	if nc.Spec.AssociatePublicIPAddress != nil || nc.Spec.IPPrefixCount != nil {
-		// A public address and prefixes are chosen per network interface, which then
-		// carries the groups (EC2 refuses groups at both levels).
-		primary := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
-			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: nc.Spec.AssociatePublicIPAddress, Groups: in.SecurityGroups,
-		}
-		if n := nc.Spec.IPPrefixCount; n != nil {
-			if in.IPv6 {
-				primary.Ipv6PrefixCount = aws.Int32(*n)
-			} else {
-				primary.Ipv4PrefixCount = aws.Int32(*n)
-			}
-		}
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{primary}
-	} else {
+	data.CpuOptions = cpuOptions(nc.Spec.CPUOptions)
+	// A public address, prefixes, connection tracking and EFA are set per network
+	// interface, which then carries the groups.
+	if data.NetworkInterfaces = templateNetwork(in); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = in.SecurityGroups
 	}
 	raw, _ := json.Marshal(struct {
@@ -645,7 +643,6 @@ func ReadFleet(out *ec2.CreateFleetOutput, plan FleetPlan) (Launched, []cloudpro
 		}
 		return Launched{}, ice, err
 	}
-
 	return Launched{}, ice, fmt.Errorf("the fleet launched nothing: %w", errors.Join(errs...))
 }
 

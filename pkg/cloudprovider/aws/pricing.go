@@ -103,11 +103,17 @@ func LatestSpotPrices(history []ec2types.SpotPrice) (map[string]map[string]float
 
 // Over returns p's prices, with fallback's where p has none.
 func (p Prices) Over(fallback Prices) Prices {
-	out := Prices{OnDemand: maps.Clone(fallback.OnDemand), Spot: map[string]map[string]float64{}}
+	out := Prices{OnDemand: maps.Clone(fallback.OnDemand), Spot: map[string]map[string]float64{}, Dedicated: maps.Clone(fallback.Dedicated)}
 	if out.OnDemand == nil {
 		out.OnDemand = map[string]float64{}
 	}
 	maps.Copy(out.OnDemand, p.OnDemand)
+	if len(p.Dedicated) > 0 {
+		if out.Dedicated == nil {
+			out.Dedicated = map[string]float64{}
+		}
+		maps.Copy(out.Dedicated, p.Dedicated)
+	}
 	for name, zones := range fallback.Spot {
 		out.Spot[name] = maps.Clone(zones)
 	}
@@ -307,14 +313,21 @@ func (b *PriceBook) Refresh(ctx context.Context) error {
 }
 
 // RefreshOnDemand reads the on-demand prices of each operating system from the
-// Pricing API.
+// Pricing API: shared tenancy, then dedicated (whose failure keeps the dedicated
+// prices read before, and the shared ones just read).
 func (b *PriceBook) RefreshOnDemand(ctx context.Context) error {
 	return b.refresh(ctx, func(ctx context.Context, os string) (func(*Prices), error) {
-		prices, err := b.onDemand(ctx, os)
+		prices, err := b.onDemand(ctx, os, "Shared")
 		if err != nil || len(prices) == 0 {
 			return nil, err
 		}
-		return func(p *Prices) { p.OnDemand = prices }, nil
+		dedicated, err := b.onDemand(ctx, os, "Dedicated")
+		return func(p *Prices) {
+			p.OnDemand = prices
+			if err == nil && len(dedicated) > 0 {
+				p.Dedicated = dedicated
+			}
+		}, err
 	})
 }
 
@@ -339,7 +352,6 @@ func (b *PriceBook) refresh(ctx context.Context, read func(ctx context.Context, 
 		set, err := b.readWithin(ctx, os, read)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
 		if set == nil {
 			continue
@@ -360,12 +372,14 @@ func (b *PriceBook) readWithin(ctx context.Context, os string, read func(ctx con
 	return read(ctx, os)
 }
 
-func (b *PriceBook) onDemand(ctx context.Context, os string) (map[string]float64, error) {
+// onDemand reads the on-demand prices of the operating system on hardware of the
+// tenancy, as the Price List names it (Shared, Dedicated).
+func (b *PriceBook) onDemand(ctx context.Context, os, tenancy string) (map[string]float64, error) {
 	filter := func(field, value string) pricingtypes.Filter {
 		return pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String(field), Value: aws.String(value)}
 	}
 	in := &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: []pricingtypes.Filter{
-		filter("regionCode", b.region), filter("operatingSystem", osProducts[os].pricing), filter("tenancy", "Shared"),
+		filter("regionCode", b.region), filter("operatingSystem", osProducts[os].pricing), filter("tenancy", tenancy),
 		// Licence included for Windows ("No License required" is the Price List's
 		// name for it), not bring-your-own.
 		filter("preInstalledSw", "NA"), filter("capacitystatus", "Used"), filter("licenseModel", "No License required"),
@@ -374,7 +388,7 @@ func (b *PriceBook) onDemand(ctx context.Context, os string) (map[string]float64
 	for p := pricing.NewGetProductsPaginator(b.pricing, in); p.HasMorePages(); {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s on-demand prices: %w", os, err)
+			return nil, fmt.Errorf("reading %s on-demand prices (%s tenancy): %w", os, tenancy, err)
 		}
 		prices, err := ParseOnDemandPrices(page.PriceList)
 		if err != nil {

@@ -48,6 +48,9 @@ type Bootstrap struct {
 	Taints  []corev1.Taint
 	// UserData is the NodeClass's spec.userData.
 	UserData *string
+	// RAID0: the instance-store disks are striped into one array that holds the
+	// kubelet's and containerd's directories (instanceStorePolicy RAID0).
+	RAID0 bool
 }
 
 // BootstrapFor is the bootstrap of a claim's nodes: its labels that the kubelet may
@@ -65,7 +68,8 @@ func BootstrapFor(claim *v1.NodeClaim, nc *awsv1.EC2NodeClass, cluster Cluster, 
 		taints = append(taints, v1.UnregisteredNoExecuteTaint)
 	}
 	return Bootstrap{Cluster: cluster, Family: nc.AMIFamily(), Kubelet: nc.Spec.Kubelet, MaxPods: maxPods,
-		Labels: labels, Taints: taints, UserData: nc.Spec.UserData}
+		Labels: labels, Taints: taints, UserData: nc.Spec.UserData,
+		RAID0: deref(nc.Spec.InstanceStorePolicy) == awsv1.InstanceStorePolicyRAID0}
 }
 
 // kubeletMaySet: the NodeRestriction admission plugin refuses node labels in the
@@ -148,6 +152,11 @@ func al2023UserData(b Bootstrap) (string, error) {
 				Config map[string]any `json:"config,omitempty"`
 				Flags  []string       `json:"flags,omitempty"`
 			} `json:"kubelet"`
+			Instance *struct {
+				LocalStorage struct {
+					Strategy string `json:"strategy"`
+				} `json:"localStorage"`
+			} `json:"instance,omitempty"`
 		} `json:"spec"`
 	}
 	var doc nodeConfig
@@ -191,6 +200,16 @@ func al2023UserData(b Bootstrap) (string, error) {
 	if len(config) > 0 {
 		doc.Spec.Kubelet.Config = config
 	}
+	if b.RAID0 {
+		// nodeadm stripes the instance-store disks and mounts the array under
+		// the kubelet's and containerd's directories.
+		doc.Spec.Instance = &struct {
+			LocalStorage struct {
+				Strategy string `json:"strategy"`
+			} `json:"localStorage"`
+		}{}
+		doc.Spec.Instance.LocalStorage.Strategy = "RAID0"
+	}
 	if len(b.Labels) > 0 {
 		doc.Spec.Kubelet.Flags = append(doc.Spec.Kubelet.Flags, "--node-labels="+joinLabels(b.Labels))
 	}
@@ -223,6 +242,11 @@ func al2UserData(b Bootstrap) (string, error) {
 		b.Cluster.Name, b.Cluster.Endpoint, b.Cluster.CABundle)
 	if dns := b.clusterDNS(); len(dns) > 0 {
 		fmt.Fprintf(&script, " --dns-cluster-ip '%s'", dns[0])
+	}
+	if b.RAID0 {
+		// bootstrap.sh stripes the instance-store disks (setup-local-disks) for
+		// the kubelet's and containerd's directories.
+		script.WriteString(" --local-disks raid0")
 	}
 	// bootstrap.sh would otherwise compute its own max pods over Tailor's.
 	fmt.Fprintf(&script, " --use-max-pods false --kubelet-extra-args '%s'\n", strings.Join(b.kubeletFlags(), " "))
@@ -451,12 +475,30 @@ func bottlerocketUserData(b Bootstrap) (string, error) {
 			}
 		}
 	}
+	if b.RAID0 {
+		// Bottlerocket (1.22 and later) formats the instance-store disks as one
+		// array and binds the kubelet's, containerd's and pod logs' directories
+		// onto it, before the kubelet starts; the command replaces a user's of
+		// the same name.
+		table(settings, "bootstrap-commands")[raid0Command] = map[string]any{
+			"commands": []any{
+				[]any{"apiclient", "ephemeral-storage", "init"},
+				[]any{"apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"},
+			},
+			"mode":      "always",
+			"essential": true,
+		}
+	}
 	var out bytes.Buffer
 	if err := toml.NewEncoder(&out).Encode(doc); err != nil {
 		return "", err
 	}
 	return out.String(), nil
 }
+
+// raid0Command names the Bottlerocket bootstrap command that sets up the
+// instance-store disks, as Karpenter names it.
+const raid0Command = "000-mount-instance-storage"
 
 // table returns the named sub-table of t, creating it when missing (or when the
 // user set that key to something other than a table).

@@ -62,10 +62,10 @@ func bootAL2023(n Node) (*kubeletBoot, error) {
 		b.dropIns = append(b.dropIns, data)
 	}
 	b.flags = append(b.flags, nodeadmKubeletArgs(cfg.Spec.Kubelet.Flags)...)
-	if cfg.Spec.Instance.LocalStorage.Strategy == v1alpha1.LocalStorageRAID0 && n.InstanceStoreGiB > 0 {
+	if cfg.Spec.Instance.LocalStorage.Strategy == v1alpha1.LocalStorageRAID0 && n.InstanceStoreGB > 0 {
 		// The RAID0 array of the instance store is mounted at the kubelet's and
 		// containerd's directories.
-		b.ephemeralGiB = n.InstanceStoreGiB
+		b.ephemeralBytes = n.InstanceStoreGB * 1e9
 	}
 	return b, nil
 }

@@ -118,8 +118,8 @@ func bootAL2(n Node) (*kubeletBoot, error) {
 	switch opts["--local-disks"] {
 	case "":
 	case "raid0":
-		if n.InstanceStoreGiB > 0 {
-			b.ephemeralGiB = n.InstanceStoreGiB
+		if n.InstanceStoreGB > 0 {
+			b.ephemeralBytes = n.InstanceStoreGB * 1e9
 		}
 	case "mount":
 	default:

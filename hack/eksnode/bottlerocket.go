@@ -226,5 +226,14 @@ func bootBottlerocket(n Node) (*kubeletBoot, error) {
 	if b.config, err = json.Marshal(config); err != nil {
 		return nil, err
 	}
+	// Instance storage striped by a bootstrap command (apiclient ephemeral-storage
+	// init, then bind) holds the kubelet's directory.
+	if cmds, ok := settings["bootstrap-commands"].(map[string]any); ok && n.InstanceStoreGB > 0 {
+		for _, c := range cmds {
+			if strings.Contains(fmt.Sprint(c), "ephemeral-storage") && strings.Contains(fmt.Sprint(c), "/var/lib/kubelet") {
+				b.ephemeralBytes = n.InstanceStoreGB * 1e9
+			}
+		}
+	}
 	return b, nil
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"sort"
 
 	"github.com/aws/amazon-vpc-resource-controller-k8s/pkg/aws/vpc"
 )
@@ -34,4 +37,50 @@ func windowsMaxPods(instanceType string) (int32, error) {
 		return 0, fmt.Errorf("instance type %s is not in AWS's VPC limits table", instanceType)
 	}
 	return int32(l.IPv4PerInterface - 1), nil
+}
+
+// networkLimits is one type's row of AWS's table, as the fake AWS serves it.
+type networkLimits struct {
+	Interfaces       int    `json:"interfaces"`
+	IPv4PerInterface int    `json:"ipv4PerInterface"`
+	DefaultCard      int    `json:"defaultCard"`
+	Cards            []int  `json:"cards"` // maximum interfaces, by card index
+	BranchInterfaces int    `json:"branchInterfaces,omitempty"`
+	Hypervisor       string `json:"hypervisor,omitempty"`
+	BareMetal        bool   `json:"bareMetal,omitempty"`
+}
+
+// printVPCLimits writes AWS's table as JSON, one type a line, sorted by name.
+func printVPCLimits(w io.Writer) error {
+	names := make([]string, 0, len(vpc.Limits))
+	for name := range vpc.Limits {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if _, err := io.WriteString(w, "{\n"); err != nil {
+		return err
+	}
+	for i, name := range names {
+		l := vpc.Limits[name]
+		row := networkLimits{Interfaces: l.Interface, IPv4PerInterface: l.IPv4PerInterface, DefaultCard: l.DefaultNetworkCardIndex,
+			BranchInterfaces: l.BranchInterface, Hypervisor: l.Hypervisor, BareMetal: l.IsBareMetal}
+		cards := append([]vpc.NetworkCard(nil), l.NetworkCards...)
+		sort.Slice(cards, func(a, b int) bool { return cards[a].NetworkCardIndex < cards[b].NetworkCardIndex })
+		for _, c := range cards {
+			row.Cards = append(row.Cards, int(c.MaximumNetworkInterfaces))
+		}
+		data, err := json.Marshal(row)
+		if err != nil {
+			return err
+		}
+		sep := ",\n"
+		if i == len(names)-1 {
+			sep = "\n"
+		}
+		if _, err := fmt.Fprintf(w, "%q: %s%s", name, data, sep); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "}\n")
+	return err
 }

@@ -33,9 +33,9 @@ type kubeletBoot struct {
 	config  []byte
 	dropIns [][]byte
 	flags   []string
-	// ephemeralGiB is the size of the file system the kubelet's root directory is
+	// ephemeralBytes is the size of the file system the kubelet's root directory is
 	// on when it is not the EBS volume (instance store in RAID0); zero otherwise.
-	ephemeralGiB int64
+	ephemeralBytes int64
 	// windows: the node runs Windows (no memory eviction signal there).
 	windows bool
 }
@@ -59,6 +59,13 @@ func (b *kubeletBoot) register(n Node) (Result, error) {
 	}
 
 	res := Result{Labels: kf.NodeLabels, ClusterDNS: kc.ClusterDNS}
+	versioned := &kubeletconfigv1beta1.KubeletConfiguration{}
+	if err := kubeletconversion.Convert_config_KubeletConfiguration_To_v1beta1_KubeletConfiguration(kc, versioned, nil); err != nil {
+		return Result{}, err
+	}
+	if res.Kubelet, err = json.Marshal(versioned); err != nil {
+		return Result{}, err
+	}
 	for _, t := range kc.RegisterWithTaints {
 		res.Taints = append(res.Taints, Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
@@ -178,15 +185,15 @@ func (b *kubeletBoot) capacity(n Node, kc *kubeletconfig.KubeletConfiguration) m
 	if kc.PodsPerCore > 0 && int64(kc.PodsPerCore)*n.VCPUs < pods {
 		pods = int64(kc.PodsPerCore) * n.VCPUs
 	}
-	storage := n.KubeletVolumeGiB
-	if b.ephemeralGiB > 0 {
-		storage = b.ephemeralGiB
+	storage := n.KubeletVolumeGiB << 30
+	if b.ephemeralBytes > 0 {
+		storage = b.ephemeralBytes
 	}
 	return map[string]resource.Quantity{
 		"cpu":               *resource.NewQuantity(n.VCPUs, resource.DecimalSI),
 		"memory":            *resource.NewQuantity(memory<<20, resource.BinarySI),
 		"pods":              *resource.NewQuantity(pods, resource.DecimalSI),
-		"ephemeral-storage": *resource.NewQuantity(storage<<30, resource.BinarySI),
+		"ephemeral-storage": *resource.NewQuantity(storage, resource.BinarySI),
 	}
 }
 

@@ -15,7 +15,9 @@
 // logic is internal to their projects it is re-stated here from their source, and
 // each place says which.
 //
-// Usage: eks-node-referee < request.json > response.json (see Request, Response).
+// Usage: eks-node-referee < request.json > response.json (see Request, Response);
+// eks-node-referee vpc-limits prints AWS's per-type network limits as JSON, the
+// facts the fake AWS's DescribeInstanceTypes serves (internal/fakeaws/vpclimits.json).
 package main
 
 import (
@@ -48,9 +50,10 @@ type Node struct {
 	// KubeletVolumeGiB is the size of the EBS volume the kubelet's root directory is
 	// on: the root volume, or Bottlerocket's data volume (its second).
 	KubeletVolumeGiB int64 `json:"kubeletVolumeGiB"`
-	// InstanceStoreGiB is the type's local NVMe storage, if any.
-	InstanceStoreGiB int64   `json:"instanceStoreGiB,omitempty"`
-	Cluster          Cluster `json:"cluster"`
+	// InstanceStoreGB is the type's local NVMe storage in GB (10^9 bytes, as EC2's
+	// InstanceStorageInfo.TotalSizeInGB), if any.
+	InstanceStoreGB int64   `json:"instanceStoreGB,omitempty"`
+	Cluster         Cluster `json:"cluster"`
 }
 
 // Cluster is what DescribeCluster says of the cluster the node should join.
@@ -80,6 +83,10 @@ type Result struct {
 	Allocatable map[string]string `json:"allocatable,omitempty"`
 	// ClusterDNS is the kubelet's clusterDNS.
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// Kubelet is the configuration the kubelet runs with (kubelet.config.k8s.io/
+	// v1beta1, after files, drop-ins, flags and defaults), so a setting that was
+	// asked for and never arrived shows.
+	Kubelet json.RawMessage `json:"kubelet,omitempty"`
 }
 
 // Taint is a taint the kubelet registers with.
@@ -90,6 +97,13 @@ type Taint struct {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "vpc-limits" {
+		if err := printVPCLimits(os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "eks-node-referee: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var req Request
 	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
 		fmt.Fprintf(os.Stderr, "eks-node-referee: reading the request: %v\n", err)

@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/nodetailor/tailor/internal/localcluster"
 )
 
@@ -26,7 +29,7 @@ type refereeNode struct {
 	MemoryMiB               int64          `json:"memoryMiB"`
 	VMMemoryOverheadPercent float64        `json:"vmMemoryOverheadPercent"`
 	KubeletVolumeGiB        int64          `json:"kubeletVolumeGiB"`
-	InstanceStoreGiB        int64          `json:"instanceStoreGiB,omitempty"`
+	InstanceStoreGB         int64          `json:"instanceStoreGB,omitempty"`
 	Cluster                 refereeCluster `json:"cluster"`
 }
 
@@ -46,6 +49,7 @@ type refereeResult struct {
 	Capacity    map[string]string `json:"capacity"`
 	Allocatable map[string]string `json:"allocatable"`
 	ClusterDNS  []string          `json:"clusterDNS"`
+	Kubelet     json.RawMessage   `json:"kubelet"`
 }
 
 type refereeTaint struct {
@@ -61,7 +65,7 @@ func (k *Kubelet) requestLocked(i *instance, t *instanceType, im *Image, cluster
 	return refereeNode{
 		Instance: i.ID, Family: family, UserData: i.UserData, InstanceType: t.Name,
 		VCPUs: int64(t.VCPUs), MemoryMiB: t.MemoryMiB, VMMemoryOverheadPercent: k.opts.VMMemoryOverheadPercent,
-		KubeletVolumeGiB: k.server.volumeSizeLocked(i, im, device), InstanceStoreGiB: t.StorageGB,
+		KubeletVolumeGiB: k.server.volumeSizeLocked(i, im, device), InstanceStoreGB: t.StorageGB,
 		Cluster: refereeCluster{Name: cluster.Name, Endpoint: cluster.Endpoint,
 			CertificateAuthority: cluster.CertificateAuthority, ServiceCIDR: cluster.ServiceIPv4CIDR},
 	}
@@ -154,4 +158,58 @@ func (k *Kubelet) referee(ctx context.Context, booting []bootingInstance) ([]ref
 		return nil, fmt.Errorf("eks-node-referee answered %d instances of %d", len(resp.Nodes), len(booting))
 	}
 	return resp.Nodes, nil
+}
+
+// BootRequest is an instance to boot through the referee, for a provider's tests
+// of its user data on its own.
+type BootRequest struct {
+	// Family is AL2023, AL2, Bottlerocket or Windows.
+	Family       string
+	InstanceType string
+	VCPUs        int64
+	MemoryMiB    int64
+	UserData     string
+	Cluster      Cluster
+}
+
+// BootedNode is what an instance's kubelet registers with.
+type BootedNode struct {
+	Labels      map[string]string
+	Taints      []corev1.Taint
+	Capacity    corev1.ResourceList
+	Allocatable corev1.ResourceList
+	// Kubelet is the configuration the kubelet runs with (v1beta1 field names).
+	Kubelet map[string]any
+}
+
+// Boot asks the referee how the instance would boot: the Node its kubelet
+// registers, or an error saying why it never joins.
+func Boot(ctx context.Context, req BootRequest) (BootedNode, error) {
+	k := NewKubelet(nil, nil, KubeletOptions{})
+	n := refereeNode{Instance: "i-boot", Family: req.Family, UserData: req.UserData, InstanceType: req.InstanceType,
+		VCPUs: req.VCPUs, MemoryMiB: req.MemoryMiB, VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, KubeletVolumeGiB: 20,
+		Cluster: refereeCluster{Name: req.Cluster.Name, Endpoint: req.Cluster.Endpoint,
+			CertificateAuthority: req.Cluster.CertificateAuthority, ServiceCIDR: req.Cluster.ServiceIPv4CIDR}}
+	res, err := k.referee(ctx, []bootingInstance{{request: n}})
+	if err != nil {
+		return BootedNode{}, err
+	}
+	r := res[0]
+	if r.Error != "" {
+		return BootedNode{}, fmt.Errorf("the node never joins: %s", r.Error)
+	}
+	out := BootedNode{Labels: r.Labels, Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{}}
+	if err := json.Unmarshal(r.Kubelet, &out.Kubelet); err != nil {
+		return BootedNode{}, fmt.Errorf("the referee's kubelet configuration: %w", err)
+	}
+	for _, t := range r.Taints {
+		out.Taints = append(out.Taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
+	}
+	for name, v := range r.Capacity {
+		out.Capacity[corev1.ResourceName(name)] = resource.MustParse(v)
+	}
+	for name, v := range r.Allocatable {
+		out.Allocatable[corev1.ResourceName(name)] = resource.MustParse(v)
+	}
+	return out, nil
 }

@@ -313,6 +313,29 @@ func (b Bootstrap) kubeletFlags() []string {
 				flags = append(flags, fmt.Sprintf("--%s=%q", f.name, strings.Join(kv, ",")))
 			}
 		}
+		// The kubelet refuses a soft threshold without its grace period.
+		if len(k.EvictionSoftGracePeriod) > 0 {
+			var kv []string
+			for _, key := range slices.Sorted(maps.Keys(k.EvictionSoftGracePeriod)) {
+				kv = append(kv, key+"="+k.EvictionSoftGracePeriod[key].Duration.String())
+			}
+			flags = append(flags, fmt.Sprintf("--eviction-soft-grace-period=%q", strings.Join(kv, ",")))
+		}
+		if k.EvictionMaxPodGracePeriod != nil {
+			flags = append(flags, fmt.Sprintf("--eviction-max-pod-grace-period=%d", *k.EvictionMaxPodGracePeriod))
+		}
+		if k.PodsPerCore != nil {
+			flags = append(flags, fmt.Sprintf("--pods-per-core=%d", *k.PodsPerCore))
+		}
+		if k.ImageGCHighThresholdPercent != nil {
+			flags = append(flags, fmt.Sprintf("--image-gc-high-threshold=%d", *k.ImageGCHighThresholdPercent))
+		}
+		if k.ImageGCLowThresholdPercent != nil {
+			flags = append(flags, fmt.Sprintf("--image-gc-low-threshold=%d", *k.ImageGCLowThresholdPercent))
+		}
+		if k.CPUCFSQuota != nil {
+			flags = append(flags, fmt.Sprintf("--cpu-cfs-quota=%t", *k.CPUCFSQuota))
+		}
 	}
 	return flags
 }
@@ -440,8 +463,13 @@ func bottlerocketUserData(b Bootstrap) (string, error) {
 		k8s["max-pods"] = int64(b.MaxPods)
 	}
 	if k := b.Kubelet; k != nil {
+		grace := map[string]string{}
+		for key, d := range k.EvictionSoftGracePeriod {
+			grace[key] = d.Duration.String()
+		}
 		for key, m := range map[string]map[string]string{"system-reserved": toStrings(k.SystemReserved),
-			"kube-reserved": toStrings(k.KubeReserved), "eviction-hard": toStrings(k.EvictionHard)} {
+			"kube-reserved": toStrings(k.KubeReserved), "eviction-hard": toStrings(k.EvictionHard),
+			"eviction-soft": toStrings(k.EvictionSoft), "eviction-soft-grace-period": grace} {
 			if len(m) > 0 {
 				t := table(k8s, key)
 				for name, v := range m {
@@ -457,6 +485,12 @@ func bottlerocketUserData(b Bootstrap) (string, error) {
 		}
 		if k.CPUCFSQuota != nil {
 			k8s["cpu-cfs-quota-enforced"] = *k.CPUCFSQuota
+		}
+		if k.EvictionMaxPodGracePeriod != nil {
+			k8s["eviction-max-pod-grace-period"] = int64(*k.EvictionMaxPodGracePeriod)
+		}
+		if k.PodsPerCore != nil {
+			k8s["pods-per-core"] = int64(*k.PodsPerCore)
 		}
 	}
 	if len(b.Labels) > 0 {

@@ -342,13 +342,15 @@ func measure(t *testing.T, pool string, w workload) {
 			logTimeline(t, pool, claims, start)
 		}
 	}
-	t.Logf("%s: the cloud: slowest launch + registration %.1fs, last node registrable %.1fs in, %d launches out of capacity; "+
-		"all running %.1fs after it (target: 10s)", pool, cloud.slowest.Seconds(), cloud.lastUp.Seconds(), cloud.outOfCapacity, (took - cloud.lastUp).Seconds())
+	t.Logf("%s: the cloud: slowest launch + registration %.1fs; the first round's %d claims registrable by %.1fs in, so all running by %.1fs is the target; "+
+		"%d claims launched later (%d launches out of capacity), the last registrable %.1fs in; all running %.1fs after it",
+		pool, cloud.slowest.Seconds(), cloud.firstRound, cloud.firstUp.Seconds(), (cloud.firstUp + 10*time.Second).Seconds(),
+		len(claims)-cloud.firstRound, cloud.outOfCapacity, cloud.lastUp.Seconds(), (took - cloud.lastUp).Seconds())
 	if math.Abs(priceGap) > 5 || math.Abs(nodeGap) > 5 {
 		t.Errorf("the live cluster is more than 5%% off its plan")
 	}
-	if took > cloud.lastUp+10*time.Second {
-		t.Errorf("all pods running %.1fs after the cloud let the last node register; the target is 10s", (took - cloud.lastUp).Seconds())
+	if took > cloud.firstUp+10*time.Second {
+		t.Errorf("all pods running %.1fs after the cloud let the first round's last node register; the target is 10s", (took - cloud.firstUp).Seconds())
 	}
 	if os.Getenv("TAILOR_FIDELITY_SETTLE") != "" {
 		settle(t, np, its, plan, total)
@@ -361,6 +363,13 @@ type cloudTimes struct {
 	// to when the cloud let its Node register (launch + registration); lastUp,
 	// since start, when the last of them was let register.
 	slowest, lastUp time.Duration
+	// firstRound counts the claims created for the pods as they came (by the
+	// batch that closed at most BatchMax after the last pod was created), and
+	// firstUp is when the last of them was let register: the time to all running
+	// is measured against it. Claims created after were launched again, for
+	// pods the first round's nodes did not take, or after insufficient capacity.
+	firstRound int
+	firstUp    time.Duration
 	// outOfCapacity counts the launches that failed for insufficient capacity.
 	outOfCapacity int
 }
@@ -377,11 +386,28 @@ func cloudTimesOf(t *testing.T, pool string, claims []v1.NodeClaim, start time.T
 	if err := kube.List(t.Context(), instances, client.MatchingLabels{v1.NodePoolLabelKey: pool}); err != nil {
 		t.Fatal(err)
 	}
+	pods, err := workloadPods(t.Context(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastPod time.Time
+	for _, p := range pods {
+		if p.CreationTimestamp.After(lastPod) {
+			lastPod = p.CreationTimestamp.Time
+		}
+	}
+	// A batch closes at most 10s after its first pod (BatchMax); timestamps are
+	// whole seconds.
+	firstRoundBy := lastPod.Add(11 * time.Second)
 	var out cloudTimes
 	for _, inst := range instances.Items {
 		at, ok := created[inst.Spec.NodeClaim]
 		if !ok {
 			continue
+		}
+		if !at.After(firstRoundBy) {
+			out.firstRound++
+			out.firstUp = max(out.firstUp, inst.Spec.RegisterAfter.Sub(start))
 		}
 		// Creation timestamps are whole seconds: the claim came up to 1s later.
 		out.slowest = max(out.slowest, inst.Spec.RegisterAfter.Sub(at))

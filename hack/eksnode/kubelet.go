@@ -70,6 +70,15 @@ func (b *kubeletBoot) register(n Node) (Result, error) {
 		res.Taints = append(res.Taints, Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
 	}
 	capacity := b.capacity(n, kc)
+	if b.windows {
+		// The VPC resource controller advertises the primary interface's
+		// secondary addresses on a Windows node; every Windows pod requests one.
+		ips, err := windowsMaxPods(n.InstanceType)
+		if err != nil {
+			return Result{}, err
+		}
+		capacity["vpc.amazonaws.com/PrivateIPv4Address"] = *resource.NewQuantity(int64(ips), resource.DecimalSI)
+	}
 	res.Capacity, res.Allocatable = map[string]string{}, map[string]string{}
 	for name, q := range capacity {
 		res.Capacity[name] = q.String()

@@ -48,7 +48,15 @@ func (t *instanceType) view() xmlInstanceType {
 		x.SupportedBootModes = []string{"uefi"}
 	}
 	x.ProcessorInfo.SupportedFeatures = t.supportedFeatures()
-	if cards := t.networkCards(); cards > 1 {
+	if len(t.Cards) > 0 {
+		x.NetworkInfo.MaximumNetworkCards, x.NetworkInfo.MaximumNetworkInterfaces = int32(len(t.Cards)), 0
+		x.NetworkInfo.DefaultNetworkCardIndex = t.DefaultCard
+		x.NetworkInfo.NetworkCards = nil
+		for c, n := range t.Cards {
+			x.NetworkInfo.MaximumNetworkInterfaces += n
+			x.NetworkInfo.NetworkCards = append(x.NetworkInfo.NetworkCards, xmlNetworkCardInfo{NetworkCardIndex: int32(c), MaximumNetworkInterfaces: n})
+		}
+	} else if cards := t.networkCards(); cards > 1 {
 		x.NetworkInfo.MaximumNetworkCards, x.NetworkInfo.MaximumNetworkInterfaces = cards, cards*t.ENIs
 		x.NetworkInfo.NetworkCards = nil
 		for c := range cards {

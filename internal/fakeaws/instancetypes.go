@@ -37,8 +37,14 @@ type instanceType struct {
 	Burstable         bool
 	FreeTier          bool
 
-	ENIs       int32
+	ENIs       int32 // of the default network card
 	IPv4PerENI int32
+	// Cards are the maximum interfaces of each network card, by index, and
+	// DefaultCard the one the primary interface is on, from AWS's VPC limits
+	// table; nil for a type the table lacks (then one card of ENIs, or the EFA
+	// table's count).
+	Cards       []int32
+	DefaultCard int32
 
 	GPUs         int32
 	GPUName      string
@@ -84,6 +90,10 @@ func newInstanceType(it *scheduling.InstanceType, region string) (*instanceType,
 	t.VCPUs = int32(cpu.Value())
 	t.MemoryMiB = mem.Value() / (1 << 20)
 	t.ENIs, t.IPv4PerENI = eniLimits(it.Name, int(pods.Value()))
+	if l, ok := awsVPCLimits()[it.Name]; ok && len(l.Cards) > int(l.DefaultCard) {
+		// AWS's own limits: ENIs counts those of one card.
+		t.ENIs, t.IPv4PerENI, t.Cards, t.DefaultCard = l.Cards[l.DefaultCard], l.IPv4PerInterface, l.Cards, l.DefaultCard
+	}
 	if gpus, ok := it.Capacity["nvidia.com/gpu"]; ok && gpus.Value() > 0 {
 		t.GPUs = int32(gpus.Value())
 		g := gpuOf(t.Family)
@@ -94,6 +104,9 @@ func newInstanceType(it *scheduling.InstanceType, region string) (*instanceType,
 	t.Hypervisor = "nitro"
 	if xenFamilies[t.Family] {
 		t.Hypervisor = "xen"
+	}
+	if l, ok := awsVPCLimits()[it.Name]; ok && l.Hypervisor != "" {
+		t.Hypervisor = l.Hypervisor
 	}
 	t.CurrentGeneration = !previousGeneration[t.Family]
 	t.Burstable = slices.Contains([]string{"t2", "t3", "t3a", "t4g"}, t.Family)

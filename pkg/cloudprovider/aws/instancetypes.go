@@ -54,6 +54,9 @@ const (
 	ResourceGaudi      corev1.ResourceName = "habana.ai/gaudi"
 	// ResourceEFA is the EFA device plugin's resource: the EFA interfaces a node may have.
 	ResourceEFA corev1.ResourceName = "vpc.amazonaws.com/efa"
+	// ResourcePrivateIPv4Address is the VPC resource controller's resource for
+	// Windows pods' addresses (Windows IPAM): every Windows pod requests one.
+	ResourcePrivateIPv4Address corev1.ResourceName = "vpc.amazonaws.com/PrivateIPv4Address"
 )
 
 // Capacity types, as the karpenter.sh/capacity-type label has them.
@@ -122,9 +125,20 @@ func BuildInstanceTypes(c Catalog, model allocatable.EKS, rootVolume resource.Qu
 			enis := podENIs(info.NetworkInfo) - int32(n)
 			shape.Pods = max(int64(enis), 0)*int64(deref(info.NetworkInfo.Ipv4AddressesPerInterface)-1) + 2
 		}
+		windows := c.OSLabels[corev1.LabelOSStable] == "windows"
+		if windows && info.NetworkInfo != nil && info.NetworkInfo.Ipv4AddressesPerInterface != nil {
+			// Windows pods take addresses of the primary interface only, one of
+			// them the node's own (the EKS Windows bootstrap's max pods).
+			shape.Pods = int64(*info.NetworkInfo.Ipv4AddressesPerInterface - 1)
+		}
 		node, err := model.Node(shape)
 		if err != nil {
 			return nil, fmt.Errorf("instance type %s: %w", name, err)
+		}
+		if windows && info.NetworkInfo != nil && info.NetworkInfo.Ipv4AddressesPerInterface != nil {
+			// The VPC resource controller's webhook adds a request for one of these
+			// to every Windows pod, and advertises them on Windows nodes.
+			node.Capacity[ResourcePrivateIPv4Address] = *resource.NewQuantity(int64(*info.NetworkInfo.Ipv4AddressesPerInterface-1), resource.DecimalSI)
 		}
 		for res, n := range acceleratorResources(info) {
 			node.Capacity[res] = *resource.NewQuantity(n, resource.DecimalSI)

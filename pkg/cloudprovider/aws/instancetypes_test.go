@@ -185,6 +185,13 @@ func TestBuildInstanceTypes(t *testing.T) {
 			t.Errorf("m5.large for Windows2022: %s %v, want %s", key, r.Values(), want)
 		}
 	}
+	// Windows pods take the primary interface's addresses (10, less the node's):
+	// 9 pods, and 9 of the PrivateIPv4Address every Windows pod requests.
+	for _, res := range []corev1.ResourceName{corev1.ResourcePods, ResourcePrivateIPv4Address} {
+		if q := windows[1].Capacity[res]; q.Value() != 9 {
+			t.Errorf("m5.large for Windows2022: %s %s, want 9", res, q.String())
+		}
+	}
 	for key, want := range map[string][]string{v1.LabelZone: {"us-east-1a", "us-east-1b"}, v1.CapacityTypeLabelKey: {"on-demand", "spot"}, v1.LabelRegion: {"us-east-1"}} {
 		r, ok := m5.Requirements.Get(key)
 		if !ok {

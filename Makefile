@@ -64,7 +64,10 @@ lint vet:
 	@go mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 	@# The chart and image modules import the main module (hack/chart also internal/fakeaws):
 	@# a new import there changes what they need.
-	@for m in hack/chart hack/image; do (cd $$m && go mod tidy -diff) || { echo "$$m: go.mod or go.sum is not tidy: cd $$m && go mod tidy"; exit 1; }; done
+	@for m in hack/chart hack/image hack/eksnode; do (cd $$m && go mod tidy -diff) || { echo "$$m: go.mod or go.sum is not tidy: cd $$m && go mod tidy"; exit 1; }; done
+	@# The fake AWS's node referee is a module of its own (the kubelet's packages need
+	@# k8s.io/kubernetes's replace directives).
+	cd hack/eksnode && go vet ./...
 
 ## test: builds the tools if needed, checks formatting, vet and generated files, then
 ## runs every test with the race detector, and the differential test against the

@@ -157,6 +157,7 @@ if [ -n "$todo_k8s$todo_go" ]; then
     cold=$K8S_COLD_SECONDS
     case $todo_go in *kwok*) cold=$((cold + KWOK_COLD_SECONDS)) ;; esac
     case $todo_go in *controller-gen*) cold=$((cold + CONTROLLER_GEN_COLD_SECONDS)) ;; esac
+    case $todo_go in *eks-node-referee*) cold=$((cold + REFEREE_COLD_SECONDS)) ;; esac
     echo "tools: with an empty Go build cache that takes about $(dur "$cold") on 2 idle cores, longer on a busy machine, and a first run downloads the modules too"
     ;;
   esac

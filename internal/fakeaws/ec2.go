@@ -82,6 +82,8 @@ type instance struct {
 	// InterfaceID is the primary network interface, InterfaceTags its tags.
 	InterfaceID   string
 	InterfaceTags map[string]string
+	// Console is what it printed to its serial console (GetConsoleOutput).
+	Console string
 	// Impaired are its failed status checks (see ImpairInstance).
 	Impaired   []impairment
 	HTTPTokens string
@@ -316,6 +318,7 @@ var ec2Handlers = map[string]ec2Handler{
 	"DescribeInstances":             (*Server).describeInstances,
 	"DescribePlacementGroups":       (*Server).describePlacementGroups,
 	"DescribeInstanceStatus":        (*Server).describeInstanceStatus,
+	"GetConsoleOutput":              (*Server).getConsoleOutput,
 	"TerminateInstances":            (*Server).terminateInstances,
 	"CreateTags":                    (*Server).createTags,
 }

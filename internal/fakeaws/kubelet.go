@@ -185,6 +185,9 @@ func (k *Kubelet) Sync(ctx context.Context) error {
 			k.mu.Lock()
 			k.failed[b.inst.ID] = r.Error
 			k.mu.Unlock()
+			// What the boot agent would have printed before giving up.
+			k.server.SetConsoleOutput(b.inst.ID, fmt.Sprintf("[   12.004113] cloud-init[1021]: Cloud-init v. 22.2.2 running 'modules:final'\n%s: the node's boot failed: %s\n",
+				r.Family, r.Error))
 			errs = append(errs, fmt.Sprintf("instance %s: its node never joins: %s", b.inst.ID, r.Error))
 			continue
 		}

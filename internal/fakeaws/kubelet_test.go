@@ -351,6 +351,11 @@ func TestKubeletOfARefusedBoot(t *testing.T) {
 	if why := k.BootError(id); !strings.Contains(why, "API server endpoint") {
 		t.Errorf("BootError %q, want the wrong endpoint named", why)
 	}
+	// The instance's console says so too, as EC2's GetConsoleOutput serves it.
+	console := must(c.GetConsoleOutput(ctx(t), &ec2.GetConsoleOutputInput{InstanceId: aws.String(id), Latest: aws.Bool(true)})).ok(t)
+	if text, err := base64.StdEncoding.DecodeString(aws.ToString(console.Output)); err != nil || !strings.Contains(string(text), "API server endpoint") {
+		t.Errorf("console output %q (%v), want the boot failure", text, err)
+	}
 	list := &corev1.NodeList{}
 	if err := kube.List(ctx(t), list); err != nil || len(list.Items) != 0 {
 		t.Errorf("nodes %v (%v), want none", list.Items, err)

@@ -153,6 +153,23 @@ func NodeCosts(cp CloudProvider) func(context.Context, *v1.NodePool) (scheduling
 	return nil
 }
 
+// BootLogger is implemented by providers that can show what an instance printed
+// while it booted (EC2's console output): when a node never registers, the last
+// lines say why (a boot script that failed, a kubelet that refused its
+// configuration) where nothing in the cluster can.
+type BootLogger interface {
+	BootLog(ctx context.Context, providerID string) (string, error)
+}
+
+// BootLogs is cp's boot log reader, or nil when it has none. cp must be the
+// provider itself, not a decorator around it.
+func BootLogs(cp CloudProvider) func(context.Context, string) (string, error) {
+	if l, ok := cp.(BootLogger); ok {
+		return l.BootLog
+	}
+	return nil
+}
+
 // Interruption is a provider's notice that an instance will be taken away: a spot
 // reclaim, scheduled maintenance.
 type Interruption struct {

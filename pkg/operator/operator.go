@@ -256,7 +256,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		}},
 		provisioner,
 		provisioning.NewPodTrigger(kube, provisioner),
-		lifecycle.NewController(kube, cloud, unavailable, pacedEvents, clk).OrderReleases(release),
+		lifecycle.NewController(kube, cloud, unavailable, pacedEvents, clk).OrderReleases(release).WithBootLog(cloudprovider.BootLogs(prov.cloud)),
 		termination.NewController(kube, mgr.GetAPIReader(), cloud, recorder, clk),
 		garbagecollection.NewController(kube, cloud, recorder, clk, opts.GCInterval),
 		nodepool.NewController(kube, opts.FeatureGates.StaticCapacity, prov.nodeClass),

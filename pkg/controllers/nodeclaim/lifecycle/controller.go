@@ -80,6 +80,41 @@ type Controller struct {
 	// release holds a batch's larger nodes unregistered until its smaller ones are
 	// up (see nodeclaim.ReleaseOrder); nil holds nothing.
 	release *nodeclaim.ReleaseOrder
+	// bootLog reads what an instance printed while it booted, for the message of
+	// a claim whose node never registered; nil when the cloud cannot.
+	bootLog func(ctx context.Context, providerID string) (string, error)
+}
+
+// WithBootLog has a claim whose node never registers say how its instance's boot
+// log ends (cloudprovider.BootLogs of the undecorated provider).
+func (c *Controller) WithBootLog(read func(ctx context.Context, providerID string) (string, error)) *Controller {
+	c.bootLog = read
+	return c
+}
+
+// bootLogTail is the end of the instance's boot log, for a message: its last
+// non-empty lines, at most about 600 bytes; "" when there is none.
+func (c *Controller) bootLogTail(ctx context.Context, providerID string) string {
+	if c.bootLog == nil || providerID == "" {
+		return ""
+	}
+	out, err := c.bootLog(ctx, providerID)
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("reading the boot log", "providerID", providerID, "error", err.Error())
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	tail, size := []string{}, 0
+	for i := len(lines) - 1; i >= 0 && len(tail) < 5 && size+len(lines[i]) <= 600; i-- {
+		tail = append([]string{lines[i]}, tail...)
+		size += len(lines[i])
+	}
+	return strings.Join(tail, " | ")
 }
 
 // OrderReleases has registration follow the provisioner's release order.
@@ -353,8 +388,11 @@ func (c *Controller) awaitRegistration(ctx context.Context, nc *v1.NodeClaim) (r
 		since = launched.LastTransitionTime.Time
 	}
 	if waited := c.clock.Since(since); waited > RegistrationTimeout {
-		return reconcile.Result{}, c.giveUp(ctx, nc, v1.ConditionTypeRegistered, nodeclaim.ReasonRegistrationTimedOut,
-			fmt.Sprintf("No node registered after %s; deleting the NodeClaim", waited.Round(time.Second)))
+		message := fmt.Sprintf("No node registered after %s; deleting the NodeClaim", waited.Round(time.Second))
+		if tail := c.bootLogTail(ctx, nc.Status.ProviderID); tail != "" {
+			message += "; the instance's boot log ends: " + tail
+		}
+		return reconcile.Result{}, c.giveUp(ctx, nc, v1.ConditionTypeRegistered, nodeclaim.ReasonRegistrationTimedOut, message)
 	}
 	return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
 }

@@ -129,8 +129,11 @@ type Cluster struct {
 	Endpoint             string
 	CertificateAuthority string
 	ServiceIPv4CIDR      string
-	PlatformVersion      string
-	CreatedAt            time.Time
+	// ServiceIPv6CIDR makes it an IPv6 cluster (ipFamily ipv6): services, and so
+	// the cluster DNS, have addresses of this range.
+	ServiceIPv6CIDR string
+	PlatformVersion string
+	CreatedAt       time.Time
 }
 
 // zone is an availability zone of the region.
@@ -220,7 +223,7 @@ func (s *Server) buildInventory() error {
 		}
 		c.CertificateAuthority = ca
 	}
-	if c.ServiceIPv4CIDR == "" {
+	if c.ServiceIPv4CIDR == "" && c.ServiceIPv6CIDR == "" {
 		c.ServiceIPv4CIDR = "10.100.0.0/16"
 	}
 	if c.PlatformVersion == "" {

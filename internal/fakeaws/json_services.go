@@ -345,7 +345,7 @@ func (s *Server) serveEKS(w http.ResponseWriter, c *call) error {
 			"subnetIds": subnets, "securityGroupIds": []string{}, "clusterSecurityGroupId": clusterSG, "vpcId": vpc,
 			"endpointPublicAccess": true, "endpointPrivateAccess": true, "publicAccessCidrs": []string{"0.0.0.0/0"},
 		},
-		"kubernetesNetworkConfig": map[string]any{"serviceIpv4Cidr": cl.ServiceIPv4CIDR, "ipFamily": "ipv4"},
+		"kubernetesNetworkConfig": cl.networkConfig(),
 		"logging":                 map[string]any{"clusterLogging": []any{}},
 		"identity":                map[string]any{"oidc": map[string]any{"issuer": fmt.Sprintf("https://oidc.eks.%s.amazonaws.com/id/%016X", s.opts.Region, fnvHash(cl.Name))}},
 		"status":                  "ACTIVE",

@@ -2,6 +2,7 @@ package fakeaws
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,7 +68,7 @@ func (k *Kubelet) requestLocked(i *instance, t *instanceType, im *Image, cluster
 		VCPUs: int64(t.VCPUs), MemoryMiB: t.MemoryMiB, VMMemoryOverheadPercent: k.opts.VMMemoryOverheadPercent,
 		KubeletVolumeGiB: k.server.volumeSizeLocked(i, im, device), InstanceStoreGB: t.StorageGB,
 		Cluster: refereeCluster{Name: cluster.Name, Endpoint: cluster.Endpoint,
-			CertificateAuthority: cluster.CertificateAuthority, ServiceCIDR: cluster.ServiceIPv4CIDR},
+			CertificateAuthority: cluster.CertificateAuthority, ServiceCIDR: cluster.serviceCIDR()},
 	}
 }
 
@@ -189,7 +190,7 @@ func Boot(ctx context.Context, req BootRequest) (BootedNode, error) {
 	n := refereeNode{Instance: "i-boot", Family: req.Family, UserData: req.UserData, InstanceType: req.InstanceType,
 		VCPUs: req.VCPUs, MemoryMiB: req.MemoryMiB, VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, KubeletVolumeGiB: 20,
 		Cluster: refereeCluster{Name: req.Cluster.Name, Endpoint: req.Cluster.Endpoint,
-			CertificateAuthority: req.Cluster.CertificateAuthority, ServiceCIDR: req.Cluster.ServiceIPv4CIDR}}
+			CertificateAuthority: req.Cluster.CertificateAuthority, ServiceCIDR: req.Cluster.serviceCIDR()}}
 	res, err := k.referee(ctx, []bootingInstance{{request: n}})
 	if err != nil {
 		return BootedNode{}, err
@@ -212,4 +213,17 @@ func Boot(ctx context.Context, req BootRequest) (BootedNode, error) {
 		out.Allocatable[corev1.ResourceName(name)] = resource.MustParse(v)
 	}
 	return out, nil
+}
+
+// serviceCIDR is the range the cluster's services take addresses from.
+func (c Cluster) serviceCIDR() string { return cmp.Or(c.ServiceIPv6CIDR, c.ServiceIPv4CIDR) }
+
+// networkConfig is DescribeCluster's kubernetesNetworkConfig. An IPv6 cluster
+// lists its IPv6 service range; the fake lists an IPv4 range beside it too, so a
+// provider must go by ipFamily, not by which range is there.
+func (c Cluster) networkConfig() map[string]any {
+	if c.ServiceIPv6CIDR != "" {
+		return map[string]any{"serviceIpv6Cidr": c.ServiceIPv6CIDR, "serviceIpv4Cidr": cmp.Or(c.ServiceIPv4CIDR, "172.20.0.0/16"), "ipFamily": "ipv6"}
+	}
+	return map[string]any{"serviceIpv4Cidr": c.ServiceIPv4CIDR, "ipFamily": "ipv4"}
 }

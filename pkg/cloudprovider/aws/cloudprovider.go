@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -446,10 +447,11 @@ func (c *CloudProvider) clusterInfo(ctx context.Context) (Cluster, error) {
 		}
 	}
 	if n := cl.KubernetesNetworkConfig; n != nil {
-		// IPv4, else IPv6: an IPv6 cluster's services have IPv6 addresses.
+		// The cluster's IP family decides: an IPv6 cluster's services have IPv6
+		// addresses, whatever IPv4 range is also listed.
 		info.ServiceCIDR = deref(n.ServiceIpv4Cidr)
-		if info.ServiceCIDR == "" {
-			info.ServiceCIDR = deref(n.ServiceIpv6Cidr)
+		if n.IpFamily == ekstypes.IpFamilyIpv6 || info.ServiceCIDR == "" {
+			info.ServiceCIDR = cmp.Or(deref(n.ServiceIpv6Cidr), info.ServiceCIDR)
 		}
 	}
 	if version == "" {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	"github.com/nodetailor/tailor/internal/fakeaws"
@@ -123,5 +124,62 @@ func TestUserDataBootsOnTheReferee(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// In an IPv6 cluster (service range fd00:ab::/108) every family's node joins with
+// the cluster DNS at the range's tenth address, as EKS runs kube-dns there.
+func TestUserDataBootsInAnIPv6Cluster(t *testing.T) {
+	ca := base64.StdEncoding.EncodeToString([]byte("CA"))
+	cluster := Cluster{Name: "v6", Endpoint: "https://V6.gr7.us-west-2.eks.amazonaws.com", CABundle: ca, ServiceCIDR: "fd00:ab::/108"}
+	fakeCluster := fakeaws.Cluster{Name: cluster.Name, Endpoint: cluster.Endpoint, CertificateAuthority: ca, ServiceIPv4CIDR: cluster.ServiceCIDR}
+	for family, referee := range map[string]string{awsv1.AMIFamilyAL2023: "AL2023", awsv1.AMIFamilyAL2: "AL2", awsv1.AMIFamilyBottlerocket: "Bottlerocket", awsv1.AMIFamilyWindows2022: "Windows"} {
+		t.Run(family, func(t *testing.T) {
+			ud, err := UserData(Bootstrap{Cluster: cluster, Family: family, MaxPods: 29, Labels: map[string]string{"karpenter.sh/nodepool": "v6"},
+				Taints: []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			node, err := fakeaws.Boot(t.Context(), fakeaws.BootRequest{Family: referee, InstanceType: "m5.large", VCPUs: 2, MemoryMiB: 8192, UserData: ud, Cluster: fakeCluster})
+			if err != nil {
+				t.Fatalf("%v\nuser data:\n%s", err, ud)
+			}
+			if dns, _ := node.Kubelet["clusterDNS"].([]any); len(dns) != 1 || dns[0] != "fd00:ab::a" {
+				t.Errorf("clusterDNS %v, want [fd00:ab::a]", node.Kubelet["clusterDNS"])
+			}
+		})
+	}
+}
+
+// End to end in an IPv6 cluster: the provider reads the IPv6 service range from
+// DescribeCluster by the cluster's IP family, and the instance it launches joins
+// (the fake's kubelet boots it through the referee).
+func TestIPv6ClusterNodeJoins(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, fakeaws.Options{PendingDelay: time.Millisecond, Cluster: fakeaws.Cluster{ServiceIPv6CIDR: "fd00:ab::/108"}})
+	nc := e.nodeClass(t, nil)
+	claim, err := e.cloud.Create(t.Context(), e.claim(nc, "v6"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := fakeclient.NewClientBuilder().Build()
+	k := fakeaws.NewKubelet(e.fake, nodes, fakeaws.KubeletOptions{})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := k.Sync(t.Context())
+		list := &corev1.NodeList{}
+		if lerr := nodes.List(t.Context(), list); lerr != nil {
+			t.Fatal(lerr)
+		}
+		if len(list.Items) == 1 {
+			if list.Items[0].Spec.ProviderID != claim.Status.ProviderID {
+				t.Errorf("node %s, want the claim's %s", list.Items[0].Spec.ProviderID, claim.Status.ProviderID)
+			}
+			return
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("no node joined: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

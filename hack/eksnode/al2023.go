@@ -23,7 +23,7 @@ import (
 // that package is internal to nodeadm) and writes the kubelet configuration it
 // would (its kubelet package, likewise).
 func bootAL2023(n Node) (*kubeletBoot, error) {
-	configs, err := nodeConfigs([]byte(n.UserData))
+	configs, warnings, err := nodeConfigs([]byte(n.UserData))
 	if err != nil {
 		return nil, fmt.Errorf("nodeadm: %w", err)
 	}
@@ -40,7 +40,7 @@ func bootAL2023(n Node) (*kubeletBoot, error) {
 		return nil, fmt.Errorf("nodeadm: %w", err)
 	}
 	base := nodeadmKubeletConfig(cfg.Spec.Cluster.CIDR, n.VCPUs, maxPods)
-	b := &kubeletBoot{flags: []string{"--cloud-provider=external"}}
+	b := &kubeletBoot{flags: []string{"--cloud-provider=external"}, warnings: warnings}
 	if b.config, err = json.Marshal(base); err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func bootAL2023(n Node) (*kubeletBoot, error) {
 // nodeConfigs are the NodeConfig documents of the user data, in order. As nodeadm:
 // user data that reads as a MIME multi-part message (from its first byte) gives its
 // application/node.eks.aws parts; anything else must be one NodeConfig.
-func nodeConfigs(userData []byte) ([]*v1alpha1.NodeConfig, error) {
+func nodeConfigs(userData []byte) ([]*v1alpha1.NodeConfig, []string, error) {
 	msg, err := mail.ReadMessage(bytes.NewReader(userData))
 	multipartBody := err == nil
 	var params map[string]string
@@ -83,13 +83,14 @@ func nodeConfigs(userData []byte) ([]*v1alpha1.NodeConfig, error) {
 		multipartBody = err == nil && strings.HasPrefix(mediaType, "multipart/")
 	}
 	if !multipartBody {
-		c, err := decodeNodeConfig(userData)
+		c, warning, err := decodeNodeConfig(userData)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return []*v1alpha1.NodeConfig{c}, nil
+		return []*v1alpha1.NodeConfig{c}, nonEmpty(warning), nil
 	}
 	var configs []*v1alpha1.NodeConfig
+	var warnings []string
 	parts := multipart.NewReader(msg.Body, params["boundary"])
 	for i := 0; ; i++ {
 		part, err := parts.NextPart()
@@ -97,11 +98,11 @@ func nodeConfigs(userData []byte) ([]*v1alpha1.NodeConfig, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		body, err := io.ReadAll(part)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		header := part.Header.Get("Content-Type")
 		if header == "" {
@@ -109,44 +110,57 @@ func nodeConfigs(userData []byte) ([]*v1alpha1.NodeConfig, error) {
 		}
 		mediaType, _, err := mime.ParseMediaType(header)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		switch mediaType {
 		case "application/" + nodeadm.GroupName:
-			c, err := decodeNodeConfig(body)
+			c, warning, err := decodeNodeConfig(body)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			configs = append(configs, c)
+			warnings = append(warnings, nonEmpty(warning)...)
 		case "text/x-shellscript":
 			// cloud-init runs it; one that does not parse stops the boot.
 			if err := shellSyntax(body); err != nil {
-				return nil, fmt.Errorf("the shell script in MIME part %d does not parse: %w", i, err)
+				return nil, nil, fmt.Errorf("the shell script in MIME part %d does not parse: %w", i, err)
 			}
 		}
 	}
 	if len(configs) == 0 {
-		return nil, fmt.Errorf("Could not find NodeConfig within UserData")
+		return nil, nil, fmt.Errorf("Could not find NodeConfig within UserData")
 	}
-	return configs, nil
+	return configs, warnings, nil
 }
 
-// decodeNodeConfig decodes one NodeConfig with nodeadm's API types. nodeadm decodes
-// leniently; here a field its types do not have is an error, since nodeadm would
-// drop that setting without a word.
-func decodeNodeConfig(data []byte) (*v1alpha1.NodeConfig, error) {
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// decodeNodeConfig decodes one NodeConfig with nodeadm's API types, leniently as
+// nodeadm does (its bridge decoder drops fields its types lack). What a strict
+// decoder would refuse comes back as a warning: the node joins, but without that
+// setting.
+func decodeNodeConfig(data []byte) (*v1alpha1.NodeConfig, string, error) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	obj, gvk, err := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, nil)
+	warning := ""
+	if _, _, err := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer().Decode(data, nil, nil); err != nil && runtime.IsStrictDecodingError(err) {
+		warning = "nodeadm ignores part of a NodeConfig: " + err.Error()
+	}
+	obj, gvk, err := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode(data, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("decoding a NodeConfig: %w", err)
+		return nil, "", fmt.Errorf("decoding a NodeConfig: %w", err)
 	}
 	if gvk.Kind != nodeadm.KindNodeConfig || gvk.Group != nodeadm.GroupName {
-		return nil, fmt.Errorf("failed to decode %q (wrong Kind or group %s)", gvk.Kind, gvk.Group)
+		return nil, "", fmt.Errorf("failed to decode %q (wrong Kind or group %s)", gvk.Kind, gvk.Group)
 	}
-	return obj.(*v1alpha1.NodeConfig), nil
+	return obj.(*v1alpha1.NodeConfig), warning, nil
 }
 
 // mergeNodeConfig merges src over dst as nodeadm merges its NodeConfig parts:

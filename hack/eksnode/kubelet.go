@@ -36,8 +36,11 @@ type kubeletBoot struct {
 	// ephemeralBytes is the size of the file system the kubelet's root directory is
 	// on when it is not the EBS volume (instance store in RAID0); zero otherwise.
 	ephemeralBytes int64
-	// windows: the node runs Windows (no memory eviction signal there).
+	// windows: the node runs Windows.
 	windows bool
+	// warnings are settings the boot agent or the kubelet would drop: the node
+	// joins without them.
+	warnings []string
 }
 
 // register runs the kubelet's configuration loading on b and answers with the
@@ -58,7 +61,7 @@ func (b *kubeletBoot) register(n Node) (Result, error) {
 		return Result{}, fmt.Errorf("kubelet: failed to parse eviction thresholds: %w", err)
 	}
 
-	res := Result{Labels: kf.NodeLabels, ClusterDNS: kc.ClusterDNS}
+	res := Result{Labels: kf.NodeLabels, ClusterDNS: kc.ClusterDNS, Warnings: b.warnings}
 	versioned := &kubeletconfigv1beta1.KubeletConfiguration{}
 	if err := kubeletconversion.Convert_config_KubeletConfiguration_To_v1beta1_KubeletConfiguration(kc, versioned, nil); err != nil {
 		return Result{}, err
@@ -125,7 +128,7 @@ func (b *kubeletBoot) load() (*kubeletconfig.KubeletConfiguration, *options.Kube
 	if err != nil {
 		return nil, nil, err
 	}
-	kc, err := decodeStrict(codecs, b.config, "the kubelet configuration file")
+	kc, err := b.decode(codecs, b.config, "the kubelet configuration file")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -152,7 +155,7 @@ func (b *kubeletBoot) load() (*kubeletconfig.KubeletConfiguration, *options.Kube
 		if err != nil {
 			return nil, nil, fmt.Errorf("kubelet: failed to merge drop-in %d and current config: %w", i, err)
 		}
-		if kc, err = decodeStrict(codecs, merged, fmt.Sprintf("kubelet drop-in %d", i)); err != nil {
+		if kc, err = b.decode(codecs, merged, fmt.Sprintf("kubelet drop-in %d", i)); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -172,13 +175,13 @@ func (b *kubeletBoot) load() (*kubeletconfig.KubeletConfiguration, *options.Kube
 	return kc, kf, nil
 }
 
-// decodeStrict decodes a KubeletConfiguration with the kubelet's own codecs, as its
-// config file loader does. The kubelet falls back to lenient decoding and only logs
-// a field it does not know; here that is an error, since a setting the kubelet
-// drops is a setting the user lost.
-func decodeStrict(codecs *serializer.CodecFactory, data []byte, what string) (*kubeletconfig.KubeletConfiguration, error) {
+// decode decodes a KubeletConfiguration with the kubelet's own codecs, as its
+// config file loader does: strictly, falling back to lenient decoding when the
+// strict one fails, which the kubelet only logs. Here that is a warning, since a
+// setting the kubelet drops is a setting the user lost.
+func (b *kubeletBoot) decode(codecs *serializer.CodecFactory, data []byte, what string) (*kubeletconfig.KubeletConfiguration, error) {
 	if _, _, err := codecs.UniversalDecoder().Decode(data, nil, nil); err != nil && runtime.IsStrictDecodingError(err) {
-		return nil, fmt.Errorf("kubelet: %s: the kubelet ignores part of it (it logs \"Using lenient decoding as strict decoding failed\"): %w", what, err)
+		b.warnings = append(b.warnings, fmt.Sprintf("kubelet: %s: the kubelet ignores part of it (it logs \"Using lenient decoding as strict decoding failed\"): %v", what, err))
 	}
 	kc, err := codec.DecodeKubeletConfiguration(context.Background(), codecs, data)
 	if err != nil {

@@ -81,6 +81,9 @@ type Result struct {
 	Taints      []Taint           `json:"taints,omitempty"`
 	Capacity    map[string]string `json:"capacity,omitempty"`
 	Allocatable map[string]string `json:"allocatable,omitempty"`
+	// Warnings are settings the boot agent or the kubelet would drop without
+	// failing (fields they do not know): the node joins without them.
+	Warnings []string `json:"warnings,omitempty"`
 	// ClusterDNS is the kubelet's clusterDNS.
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// Kubelet is the configuration the kubelet runs with (kubelet.config.k8s.io/

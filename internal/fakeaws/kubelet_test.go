@@ -2,6 +2,8 @@ package fakeaws
 
 import (
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,9 +168,8 @@ func TestRefereeRefuses(t *testing.T) {
 	}{
 		{"evictionSoft without its grace period", "AL2023", al2023UserData(refCluster, "      evictionSoft:\n        memory.available: 5%"),
 			"grace period must be specified for the soft eviction threshold memory.available"},
-		{"a kubelet field nodeadm's kubelet does not know", "AL2023", al2023UserData(refCluster, "      maxPod: 20"), `unknown field "maxPod"`},
-		{"a NodeConfig field nodeadm does not know", "AL2023", strings.Replace(al2023UserData(refCluster, al2023Kubelet), "  kubelet:", "  kubelets: {}\n  kubelet:", 1), `unknown field "spec.kubelets"`},
 		{"no service CIDR", "AL2023", al2023UserData(noCIDR, al2023Kubelet), "CIDR is missing in cluster configuration"},
+		{"a CA that is not base64", "AL2023", strings.Replace(al2023UserData(refCluster, al2023Kubelet), "certificateAuthority: "+refCluster.CertificateAuthority, "certificateAuthority: cluster-ca", 1), "illegal base64"},
 		{"another cluster's CA", "AL2023", al2023UserData(other, al2023Kubelet), "certificate authority is not the cluster's"},
 		// nodeadm reads the MIME headers from the first byte.
 		{"MIME after a blank line", "AL2023", "\n" + al2023UserData(refCluster, al2023Kubelet), "decoding a NodeConfig"},
@@ -359,5 +360,70 @@ func TestKubeletOfARefusedBoot(t *testing.T) {
 	list := &corev1.NodeList{}
 	if err := kube.List(ctx(t), list); err != nil || len(list.Items) != 0 {
 		t.Errorf("nodes %v (%v), want none", list.Items, err)
+	}
+}
+
+// A field nodeadm or the kubelet does not know is dropped, as they drop it (the
+// node joins without the setting), and the referee says so.
+func TestRefereeWarnsOfIgnoredFields(t *testing.T) {
+	for _, tc := range []struct{ name, userData, want string }{
+		{"a kubelet field the kubelet does not know", al2023UserData(refCluster, "      maxPod: 20"), `unknown field "maxPod"`},
+		{"a NodeConfig field nodeadm does not know", strings.Replace(al2023UserData(refCluster, al2023Kubelet), "  kubelet:", "  kubelets: {}\n  kubelet:", 1), `unknown field "spec.kubelets"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := boot(t, refereeNode{Family: "AL2023", UserData: tc.userData})
+			if r.Error != "" {
+				t.Fatalf("the node does not join: %s", r.Error)
+			}
+			if !strings.Contains(strings.Join(r.Warnings, "; "), tc.want) {
+				t.Errorf("warnings %q, want one saying %q", r.Warnings, tc.want)
+			}
+		})
+	}
+	if r := boot(t, refereeNode{Family: "AL2023", UserData: al2023UserData(refCluster, al2023Kubelet)}); len(r.Warnings) > 0 {
+		t.Errorf("warnings %q for user data both know", r.Warnings)
+	}
+}
+
+// Karpenter's own user data (its AWS provider's merged goldens, testdata/karpenter)
+// boots on the referee: the referee is no stricter than the boot agents Karpenter's
+// nodes boot with. The AL2023 goldens carry a user NodeConfig with a field nodeadm
+// does not know (clusterEndpoint), which nodeadm drops: a warning, not a refusal.
+func TestRefereeBootsKarpentersUserData(t *testing.T) {
+	cluster := refereeCluster{Name: "test-cluster", Endpoint: "https://test-cluster", CertificateAuthority: "Y2EtYnVuZGxlCg=="}
+	for file, tc := range map[string]struct {
+		family, cidr, warning string
+	}{
+		"al2023_mime_userdata_merged.golden":  {"AL2023", "10.100.0.0/16", `unknown field "spec.cluster.clusterEndpoint"`},
+		"al2023_yaml_userdata_merged.golden":  {"AL2023", "10.100.0.0/16", `unknown field "spec.cluster.clusterEndpoint"`},
+		"al2023_shell_userdata_merged.golden": {"AL2023", "10.100.0.0/16", ""},
+		"al2_userdata_merged.golden":          {"AL2", "", ""},
+		"br_userdata_merged.golden":           {"Bottlerocket", "", ""},
+		"windows_userdata_merged.golden":      {"Windows", "", ""},
+	} {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "karpenter", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The goldens' placeholders: the NodeClass and NodePool names, and the
+			// fmt escape of a literal %. Their user NodeConfig's made-up CA
+			// ("cluster-ca") is not base64, which nodeadm refuses outright (the
+			// field is bytes): it gets the cluster's.
+			ud := strings.NewReplacer("%s=%s", "karpenter.sh/nodepool=default", "'%s' = '%s'", "'karpenter.sh/nodepool' = 'default'",
+				"%s", "default", "%%", "%", "certificateAuthority: cluster-ca", "certificateAuthority: Y2EtYnVuZGxlCg==").Replace(string(data))
+			c := cluster
+			c.ServiceCIDR = tc.cidr
+			r := boot(t, refereeNode{Family: tc.family, UserData: ud, Cluster: c})
+			if r.Error != "" {
+				t.Fatalf("Karpenter's user data does not join: %s", r.Error)
+			}
+			if got := strings.Join(r.Warnings, "; "); (tc.warning == "") != (got == "") || !strings.Contains(got, tc.warning) {
+				t.Errorf("warnings %q, want %q", got, tc.warning)
+			}
+			if r.Labels["karpenter.sh/nodepool"] != "default" || r.Capacity["pods"] != "110" {
+				t.Errorf("labels %v, pods %s: want Karpenter's nodepool label and its 110 pods", r.Labels, r.Capacity["pods"])
+			}
+		})
 	}
 }

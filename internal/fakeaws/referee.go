@@ -51,6 +51,7 @@ type refereeResult struct {
 	Allocatable map[string]string `json:"allocatable"`
 	ClusterDNS  []string          `json:"clusterDNS"`
 	Kubelet     json.RawMessage   `json:"kubelet"`
+	Warnings    []string          `json:"warnings"`
 }
 
 type refereeTaint struct {
@@ -181,6 +182,9 @@ type BootedNode struct {
 	Allocatable corev1.ResourceList
 	// Kubelet is the configuration the kubelet runs with (v1beta1 field names).
 	Kubelet map[string]any
+	// Warnings are settings the boot agent or kubelet dropped (fields they do not
+	// know): the node joined without them.
+	Warnings []string
 }
 
 // Boot asks the referee how the instance would boot: the Node its kubelet
@@ -199,7 +203,7 @@ func Boot(ctx context.Context, req BootRequest) (BootedNode, error) {
 	if r.Error != "" {
 		return BootedNode{}, fmt.Errorf("the node never joins: %s", r.Error)
 	}
-	out := BootedNode{Labels: r.Labels, Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{}}
+	out := BootedNode{Labels: r.Labels, Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{}, Warnings: r.Warnings}
 	if err := json.Unmarshal(r.Kubelet, &out.Kubelet); err != nil {
 		return BootedNode{}, fmt.Errorf("the referee's kubelet configuration: %w", err)
 	}

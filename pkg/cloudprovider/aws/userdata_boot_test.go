@@ -78,6 +78,9 @@ func TestUserDataBootsOnTheReferee(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\nuser data:\n%s", err, ud)
 			}
+			if len(node.Warnings) > 0 {
+				t.Errorf("the boot agent or kubelet drop part of Tailor's user data: %q", node.Warnings)
+			}
 			for k, v := range labels {
 				if node.Labels[k] != v {
 					t.Errorf("label %s = %q, want %q", k, node.Labels[k], v)

@@ -1,7 +1,7 @@
 // Package cloudprovider is the boundary between Tailor and a cloud: launching and
 // terminating instances for NodeClaims, listing them, and describing the instance
-// types a NodePool may use. Each cloud is a subpackage (sim, later aws and
-// clusterapi); fake serves unit tests.
+// types a NodePool may use. Each cloud is a subpackage (sim, aws); fake serves unit
+// tests.
 package cloudprovider
 
 import (

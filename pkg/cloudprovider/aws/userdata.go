@@ -440,17 +440,35 @@ func renderMIME(parts []mimePart) (string, error) {
 	return "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"" + mimeBoundary + "\"\n\n" + body.String(), nil
 }
 
-// bottlerocketUserData merges Tailor's settings into the user's TOML: the cluster
-// and max pods replace the user's, labels and taints are added to theirs.
+// bottlerocketUserData merges Tailor's settings into the user's TOML as Karpenter
+// merges them: of the user's document only [settings] is kept, and in
+// settings.kubernetes only the keys Karpenter knows (the rest are dropped, so a
+// misspelt key cannot make Bottlerocket's API refuse the whole user data and the
+// node never join). Then the cluster (name, endpoint, CA), the cluster DNS and max
+// pods replace the user's; every kubelet setting of the NodeClass replaces the
+// user's setting of the same name as a whole (an evictionHard of the NodeClass
+// leaves none of the user's eviction-hard thresholds); the claim's labels are
+// added to the user's node-labels, winning on a clash; and the claim's taints
+// replace the user's node-taints. The user's other settings (network, ntp,
+// host-containers, bootstrap-commands, …) stay as written.
 func bottlerocketUserData(b Bootstrap) (string, error) {
-	doc := map[string]any{}
+	user := map[string]any{}
 	if s := deref(b.UserData); strings.TrimSpace(s) != "" {
-		if _, err := toml.Decode(s, &doc); err != nil {
+		if _, err := toml.Decode(s, &user); err != nil {
 			return "", fmt.Errorf("spec.userData is not TOML: %w", err)
 		}
 	}
-	settings := table(doc, "settings")
+	settings := table(user, "settings")
+	doc := map[string]any{"settings": settings}
 	k8s := table(settings, "kubernetes")
+	keepKnown(k8s, bottlerocketKubernetesKeys)
+	if cmds, ok := settings["bootstrap-commands"].(map[string]any); ok {
+		for _, c := range cmds {
+			if c, ok := c.(map[string]any); ok {
+				keepKnown(c, bottlerocketBootstrapCommandKeys)
+			}
+		}
+	}
 	k8s["cluster-name"] = b.Cluster.Name
 	k8s["api-server"] = b.Cluster.Endpoint
 	k8s["cluster-certificate"] = b.Cluster.CABundle
@@ -463,18 +481,30 @@ func bottlerocketUserData(b Bootstrap) (string, error) {
 		k8s["max-pods"] = int64(b.MaxPods)
 	}
 	if k := b.Kubelet; k != nil {
-		grace := map[string]string{}
-		for key, d := range k.EvictionSoftGracePeriod {
-			grace[key] = d.Duration.String()
+		var grace map[string]string
+		if k.EvictionSoftGracePeriod != nil {
+			grace = map[string]string{}
+			for key, d := range k.EvictionSoftGracePeriod {
+				grace[key] = d.Duration.String()
+			}
 		}
-		for key, m := range map[string]map[string]string{"system-reserved": toStrings(k.SystemReserved),
-			"kube-reserved": toStrings(k.KubeReserved), "eviction-hard": toStrings(k.EvictionHard),
-			"eviction-soft": toStrings(k.EvictionSoft), "eviction-soft-grace-period": grace} {
-			if len(m) > 0 {
-				t := table(k8s, key)
-				for name, v := range m {
+		for _, s := range []struct {
+			key string
+			m   map[string]string
+		}{{"system-reserved", nilOrStrings(k.SystemReserved)}, {"kube-reserved", nilOrStrings(k.KubeReserved)},
+			{"eviction-hard", nilOrStrings(k.EvictionHard)}, {"eviction-soft", nilOrStrings(k.EvictionSoft)},
+			{"eviction-soft-grace-period", grace}} {
+			switch {
+			case s.m == nil:
+				// Not set in the NodeClass: the user's stands.
+			case len(s.m) == 0:
+				delete(k8s, s.key)
+			default:
+				t := map[string]any{}
+				for name, v := range s.m {
 					t[name] = v
 				}
+				k8s[s.key] = t
 			}
 		}
 		if k.ImageGCHighThresholdPercent != nil {
@@ -490,6 +520,8 @@ func bottlerocketUserData(b Bootstrap) (string, error) {
 			k8s["eviction-max-pod-grace-period"] = int64(*k.EvictionMaxPodGracePeriod)
 		}
 		if k.PodsPerCore != nil {
+			// Karpenter folds podsPerCore into max-pods only; Bottlerocket takes
+			// it as a setting too, so the kubelet enforces it as on other families.
 			k8s["pods-per-core"] = int64(*k.PodsPerCore)
 		}
 	}
@@ -499,8 +531,11 @@ func bottlerocketUserData(b Bootstrap) (string, error) {
 			labels[name] = v
 		}
 	}
+	// The claim's taints are the node's: a taint the user wrote in the user data
+	// would be on the node without the NodePool or the scheduling engine knowing.
+	delete(k8s, "node-taints")
 	if len(b.Taints) > 0 {
-		taints := table(k8s, "node-taints")
+		taints := map[string]any{}
 		for _, t := range b.Taints {
 			entry := t.Value + ":" + string(t.Effect)
 			have, _ := taints[t.Key].([]any)
@@ -508,6 +543,7 @@ func bottlerocketUserData(b Bootstrap) (string, error) {
 				taints[t.Key] = append(have, entry)
 			}
 		}
+		k8s["node-taints"] = taints
 	}
 	if b.RAID0 {
 		// Bottlerocket (1.22 and later) formats the instance-store disks as one
@@ -530,6 +566,64 @@ func bottlerocketUserData(b Bootstrap) (string, error) {
 	return out.String(), nil
 }
 
+// bottlerocketKubernetesKeys are the settings.kubernetes keys Karpenter v1.14
+// carries over from a Bottlerocket user data (its documented "unknown TOML fields
+// will be ignored"); for the tables among them, the keys of each entry.
+var bottlerocketKubernetesKeys = map[string]map[string]bool{
+	"api-server": nil, "cloud-provider": nil, "cluster-certificate": nil, "cluster-name": nil, "cluster-dns-ip": nil,
+	"credential-providers": keySet("enabled", "cache-duration", "image-patterns", "environment"),
+	"node-labels":          nil, "node-taints": nil, "max-pods": nil,
+	"static-pods":   keySet("enabled", "manifest"),
+	"eviction-hard": nil, "eviction-soft": nil, "eviction-soft-grace-period": nil, "eviction-max-pod-grace-period": nil,
+	"kube-reserved": nil, "system-reserved": nil, "allowed-unsafe-sysctls": nil, "server-tls-bootstrap": nil,
+	"registry-qps": nil, "registry-burst": nil, "event-qps": nil, "event-burst": nil, "kube-api-qps": nil, "kube-api-burst": nil,
+	"container-log-max-size": nil, "container-log-max-files": nil, "cpu-manager-policy": nil, "cpu-manager-policy-options": nil,
+	"cpu-manager-reconcile-period": nil, "memory-manager-policy": nil, "topology-manager-scope": nil, "topology-manager-policy": nil,
+	"image-gc-high-threshold-percent": nil, "image-gc-low-threshold-percent": nil, "ids-per-pod": nil, "cpu-cfs-quota-enforced": nil,
+	"shutdown-grace-period": nil, "shutdown-grace-period-for-critical-pods": nil, "cluster-domain": nil, "seccomp-default": nil,
+	"pod-pids-limit": nil, "device-ownership-from-security-context": nil, "single-process-oom-kill": nil,
+	"container-log-max-workers": nil, "container-log-monitor-interval": nil, "hostname-override-source": nil, "log-level": nil,
+	"topology-manager-policy-options": nil,
+}
+
+// bottlerocketBootstrapCommandKeys are the keys of a settings.bootstrap-commands
+// entry Karpenter carries over.
+var bottlerocketBootstrapCommandKeys = map[string]map[string]bool{"commands": nil, "mode": nil, "essential": nil}
+
+func keySet(keys ...string) map[string]bool {
+	set := map[string]bool{}
+	for _, k := range keys {
+		set[k] = true
+	}
+	return set
+}
+
+// keepKnown drops the keys of t that known does not list, and of each entry of a
+// listed table of named entries, the keys its set does not list.
+func keepKnown(t map[string]any, known map[string]map[string]bool) {
+	for key, v := range t {
+		sub, ok := known[key]
+		if !ok {
+			delete(t, key)
+			continue
+		}
+		if sub == nil {
+			continue
+		}
+		if entries, ok := v.(map[string]any); ok {
+			for _, e := range entries {
+				if e, ok := e.(map[string]any); ok {
+					for k := range e {
+						if !sub[k] {
+							delete(e, k)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // raid0Command names the Bottlerocket bootstrap command that sets up the
 // instance-store disks, as Karpenter names it.
 const raid0Command = "000-mount-instance-storage"
@@ -543,6 +637,15 @@ func table(t map[string]any, key string) map[string]any {
 	sub := map[string]any{}
 	t[key] = sub
 	return sub
+}
+
+// nilOrStrings is toStrings that keeps a nil map nil: a NodeClass setting left
+// out is told from one set empty.
+func nilOrStrings[V ~string](m map[string]V) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return toStrings(m)
 }
 
 func toStrings[V ~string](m map[string]V) map[string]string {

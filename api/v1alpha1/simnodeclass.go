@@ -105,8 +105,8 @@ const (
 // the launch call (the instance exists after a median of 1.5 s), the instance's
 // boot until its Node registers (a median of 25 s, a 95th percentile of about
 // 45 s, at most 2 minutes), and whether its offering has just run out of
-// capacity (insufficientCapacityPercent of launches); terminating, describing
-// and listing instances each take a median of 200 ms. A nonzero launchDelay or
+// capacity (insufficientCapacityPercent of launches); terminating or describing
+// an instance takes a median of 200 ms. A nonzero launchDelay or
 // registrationDelay replaces the median of its draw.
 type Latency struct {
 	// Profile is None (the default) or Realistic.

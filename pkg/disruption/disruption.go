@@ -187,8 +187,9 @@ type Candidate struct {
 }
 
 // Decide picks the next disruption: empty nodes first, then drifted ones, then
-// consolidation (several nodes into at most one, then single nodes). At most one
-// command comes back; the controller carries it out and asks again.
+// consolidation (several nodes into at most one, then single nodes), which also
+// waits for the empty nodes not yet deleted. At most one command comes back; the
+// controller carries it out and asks again.
 func Decide(in *Input) *Decision {
 	d := newDecider(in)
 	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed, States: map[string]ClaimState{}}
@@ -229,6 +230,16 @@ type decider struct {
 	// leaving are the nodes in-flight commands (or another controller) are taking
 	// away: no destination, and their pods need a place.
 	leaving map[*scheduling.Node]bool
+	// waiting are, by NodePool, the empty and emptying nodes that emptiness will
+	// delete and this pass does not (see waitingEmpty): no pods are moved while
+	// deleting them saves as much, and moves leave them the budget they need.
+	waiting map[string]emptyWait
+}
+
+// emptyWait counts a NodePool's nodes waiting to be deleted as empty.
+type emptyWait struct {
+	nodes  int
+	saving float64 // their price per hour
 }
 
 type pdb struct {
@@ -312,14 +323,28 @@ func newDecider(in *Input) *decider {
 		}
 	}
 	d.allowed = map[string]map[v1.DisruptionReason]int{}
+	// emptyLimit is how many empty nodes each NodePool's budgets let go now with
+	// nothing else disrupting: none means its empty nodes wait for a schedule or a
+	// change of budget, not for the commands in flight.
+	emptyLimit := map[string]int{}
 	for name, p := range pools {
 		d.allowed[name] = map[v1.DisruptionReason]int{}
 		for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
 			d.allowed[name][r] = Allowed(p.NodePool.Spec.Disruption.Budgets, r, in.Now, total[name], disrupting[name])
 		}
+		emptyLimit[name] = Allowed(p.NodePool.Spec.Disruption.Budgets, v1.DisruptionReasonEmpty, in.Now, total[name], 0)
 	}
 	d.dests = d.destinations()
 	d.needed = d.settle()
+	d.waiting = map[string]emptyWait{}
+	for _, c := range d.candidates {
+		if pool := c.Pool.NodePool.Name; emptyLimit[pool] > 0 && d.waitingEmpty(c) {
+			w := d.waiting[pool]
+			w.nodes++
+			w.saving += c.Price
+			d.waiting[pool] = w
+		}
+	}
 	d.quick = newQuick(d.dests, in.Cluster.NodePools)
 	slices.SortStableFunc(d.candidates, func(a, b *Candidate) int {
 		if a.cost != b.cost {
@@ -360,6 +385,25 @@ func (d *decider) candidate(nc *v1.NodeClaim, node *scheduling.Node, pool *sched
 	c.consolidatable = consolidatable(nc, pool.NodePool, d.in.Now)
 	c.drift = d.drifted(c)
 	return c
+}
+
+// waitingEmpty reports a candidate emptiness will delete without moving a pod:
+// none of its pods needs a place elsewhere (those it has are terminating, as a
+// scale-down's are), nothing holds it back, and its NodePool deletes empty nodes
+// once they have been quiet for consolidateAfter. Until then, usually seconds or
+// minutes after its last pod left, it waits, as it does for budget that commands
+// in flight hold.
+func (d *decider) waitingEmpty(c *Candidate) bool {
+	np := c.Pool.NodePool
+	if np.IsStatic() || np.Spec.Disruption.ConsolidateAfter.Never || c.blockedNode != "" || c.blockedPods != "" || d.needed[c.Node] != "" {
+		return false
+	}
+	for _, p := range c.Pods {
+		if p.DeletionTimestamp == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // evictionBlocked says why p may not be evicted now, or "".

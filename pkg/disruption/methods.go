@@ -77,7 +77,10 @@ func (d *decider) drift(dec *Decision) *Command {
 }
 
 // consolidation looks for a cheaper cluster: first several nodes at once into at
-// most one, then single nodes, each deleted or replaced by one cheaper node.
+// most one, then single nodes, each deleted or replaced by one cheaper node. While
+// empty nodes of a NodePool wait to be deleted (see waitingEmpty), its moves keep
+// off the budget those need and only go ahead when they save more than deleting
+// those does (emptyFirst).
 func (d *decider) consolidation(dec *Decision) *Command {
 	var cands []*Candidate
 	taken := map[string]int{}
@@ -101,22 +104,35 @@ func (d *decider) consolidation(dec *Decision) *Command {
 	var group []*Candidate
 	for _, c := range cands {
 		pool := c.Pool.NodePool.Name
-		if taken[pool] < d.allowed[pool][v1.DisruptionReasonUnderutilized] {
+		if taken[pool] < d.moveRoom(pool) {
 			taken[pool]++
 			group = append(group, c)
 		}
 	}
 	multi := d.multiNode(group)
+	if multi != nil && d.emptyFirst(multi.Candidates, multi.Savings) != "" {
+		multi = nil
+	}
 	if multi != nil && len(multi.Replacements) == 0 {
 		return multi
 	}
 	// Several nodes into one new node can save no more than one node deleted (prices
 	// grow with size): then the single node, which disrupts less, is the better move.
 	for _, c := range cands {
+		// A single node's move saves at most its price: no need to simulate it when
+		// the empty nodes waiting save that much.
+		if why := d.emptyFirst([]*Candidate{c}, c.Price); why != "" {
+			dec.blockedBy(c, block{BlockEmptyFirst, why})
+			continue
+		}
 		cmd, why := d.consolidate([]*Candidate{c}, KindSingle)
 		if cmd != nil {
 			if multi != nil && multi.Savings > cmd.Savings+1e-9 {
 				return multi
+			}
+			if why := d.emptyFirst(cmd.Candidates, cmd.Savings); why != "" {
+				dec.blockedBy(c, block{BlockEmptyFirst, why})
+				continue
 			}
 			return cmd
 		}

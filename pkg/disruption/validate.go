@@ -53,5 +53,9 @@ func Validate(in *Input, cmd *Command) (*Command, error) {
 	case fresh.Savings < cmd.Savings*0.99:
 		return nil, fmt.Errorf("consolidation now saves $%.4f/h, not $%.4f/h", fresh.Savings, cmd.Savings)
 	}
+	// Nodes emptied while the decision waited (a scale-down) go first.
+	if why := d.emptyFirst(fresh.Candidates, fresh.Savings); why != "" {
+		return nil, fmt.Errorf("consolidation waits: %s", why)
+	}
 	return fresh, nil
 }

@@ -64,8 +64,9 @@ func TestAWSSpotInterruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, awsWait, func() (bool, string) {
-		return hasEvent(t, claim.Name, awscloud.KindRebalanceRecommendation) && fake.QueueDepth(fake.InterruptionQueue()) == 0,
-			"no RebalanceRecommendation event on NodeClaim " + claim.Name
+		// Karpenter's event reason for the notice.
+		return hasEvent(t, claim.Name, "SpotRebalanceRecommendation") && fake.QueueDepth(fake.InterruptionQueue()) == 0,
+			"no SpotRebalanceRecommendation event on NodeClaim " + claim.Name
 	})
 	before := &v1.NodeClaimList{}
 	if err := kube.List(t.Context(), before, client.MatchingLabels{v1.NodePoolLabelKey: pool.Name}); err != nil {
@@ -84,7 +85,7 @@ func TestAWSSpotInterruption(t *testing.T) {
 		got := &v1.NodeClaim{}
 		err := kube.Get(t.Context(), client.ObjectKeyFromObject(&claim), got)
 		gone := client.IgnoreNotFound(err) == nil && (err != nil || got.DeletionTimestamp != nil)
-		return gone && hasEvent(t, claim.Name, awscloud.KindSpotInterruption),
+		return gone && hasEvent(t, claim.Name, "SpotInterrupted"),
 			fmt.Sprintf("NodeClaim %s not deleted with a SpotInterruption event (lookup: %s)", claim.Name, errString(err))
 	})
 	if depth := fake.QueueDepth(fake.InterruptionQueue()); depth != 0 {

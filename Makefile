@@ -112,9 +112,10 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzSolve$$' -fuzztime $(FUZZTIME) ./pkg/scheduling/
 	go test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/simulate/
 
-## test-unit: only the tests that need no control plane
+## test-unit: only the tests that need no control plane and no tool from bin/
+## (hack/unit-packages.sh lists them): the inner loop
 test-unit:
-	go test $(GO_TEST_FLAGS) ./api/... ./pkg/...
+	go test $(GO_TEST_FLAGS) $$(bash hack/unit-packages.sh)
 
 ## demo: the README's main job — a sandbox cluster autoscaling the seed example; it
 ## builds only the tools the sandbox runs (not controller-gen)

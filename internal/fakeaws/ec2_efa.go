@@ -7,7 +7,8 @@ import (
 // efaCards are EC2's published network cards and EFA interfaces of the types that
 // support EFA (DescribeInstanceTypes' networkInfo.maximumNetworkCards and
 // efaInfo.maximumEfaInterfaces; EC2 User Guide, "Supported instance types" for
-// EFA): {cards, EFA interfaces}. Each card holds as many interfaces as the default
+// EFA): {cards, EFA interfaces}, for a type neither EC2's facts (ec2facts.json)
+// nor AWS's VPC limits list. Each card holds as many interfaces as the default
 // card's (the ENIs the type's max pods come from).
 var efaCards = map[string][2]int32{
 	"c5n.18xlarge": {1, 1}, "c5n.9xlarge": {1, 1}, "c5n.metal": {1, 1},
@@ -38,6 +39,9 @@ var nestedVirtualizationFamilies = map[string]bool{"c8i": true, "m8i": true, "r8
 
 // networkCards is how many network cards the type has.
 func (t *instanceType) networkCards() int32 {
+	if len(t.Cards) > 0 {
+		return int32(len(t.Cards))
+	}
 	if f, ok := efaCards[t.Name]; ok {
 		return f[0]
 	}
@@ -45,7 +49,7 @@ func (t *instanceType) networkCards() int32 {
 }
 
 // efaInterfaces is how many EFA interfaces the type takes; 0 without EFA.
-func (t *instanceType) efaInterfaces() int32 { return efaCards[t.Name][1] }
+func (t *instanceType) efaInterfaces() int32 { return t.EFA }
 
 // nestedVirtualization reports the nested-virtualization processor feature.
 func (t *instanceType) nestedVirtualization() bool {
@@ -91,7 +95,7 @@ func checkNetworkCards(lt *launchTemplate, t *instanceType) (code, msg string) {
 			}
 		}
 		if len(ni.ConnTrack) > 0 {
-			if t.Hypervisor != "nitro" {
+			if !t.nitro() {
 				return "InvalidParameterCombination", fmt.Sprintf("Connection tracking timeouts are supported only on instances built on the Nitro System; %s is not", t.Name)
 			}
 			for k, bounds := range map[string][2]int{"TcpEstablishedTimeout": {60, 432000}, "UdpStreamTimeout": {60, 180}, "UdpTimeout": {30, 60}} {

@@ -363,7 +363,7 @@ func checkInterfaces(lt *launchTemplate, t *instanceType) (code, msg string) {
 		return "InvalidParameterCombination", "Network interfaces and an instance-level security groups may not be specified on the same request"
 	}
 	for _, ni := range lt.Interfaces {
-		if (ni.IPv4Prefixes > 0 || ni.IPv6Prefixes > 0) && t.Hypervisor != "nitro" {
+		if (ni.IPv4Prefixes > 0 || ni.IPv6Prefixes > 0) && !t.nitro() {
 			return "InvalidParameterCombination", fmt.Sprintf("Prefix delegation is supported only on instances built on the Nitro System; %s is not", t.Name)
 		}
 		if ni.IPv4Prefixes > int(t.IPv4PerENI)-1 {
@@ -476,7 +476,7 @@ func (s *Server) instanceView(i *instance) xmlInstance {
 	}
 	if t != nil {
 		x.CPUOptions = xmlCPUOptions{CoreCount: max(1, t.VCPUs/t.ThreadsPerCore), ThreadsPerCore: t.ThreadsPerCore}
-		if t.Hypervisor == "nitro" {
+		if t.nitro() {
 			x.Hypervisor = "xen" // EC2 reports xen for Nitro instances too
 		}
 	}

@@ -135,8 +135,8 @@ func (s *Server) placeLocked(lt *launchTemplate, t *instanceType, zone string) (
 	}
 	switch g.Strategy {
 	case "cluster":
-		if t.Burstable {
-			return nil, 0, "InvalidParameterCombination", fmt.Sprintf("Burstable instance type %s cannot be launched into cluster placement group %s", t.Name, g.Name)
+		if !slices.Contains(t.placementStrategies(), "cluster") {
+			return nil, 0, "InvalidParameterCombination", fmt.Sprintf("Instance type %s cannot be launched into cluster placement group %s", t.Name, g.Name)
 		}
 		for _, m := range members {
 			if m.Zone != zone {

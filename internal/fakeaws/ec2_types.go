@@ -11,16 +11,35 @@ import (
 // metal: c7i.metal-24xl and m5.metal both run without a hypervisor.
 func (t *instanceType) metal() bool { return strings.HasPrefix(t.Size, "metal") }
 
-func (t *instanceType) view() xmlInstanceType {
-	usage := []string{"on-demand"}
+// placementStrategies are the placement groups the type may join: burstable and
+// flex types are not placed in cluster groups.
+func (t *instanceType) placementStrategies() []string {
+	if t.Burstable || strings.HasSuffix(t.Family, "-flex") {
+		return []string{"partition", "spread"}
+	}
+	return []string{"cluster", "partition", "spread"}
+}
+
+// usageClasses are how EC2 sells the type, in its order.
+func (t *instanceType) usageClasses() []string {
+	var usage []string
+	if capacityBlockTypes[t.Name] {
+		usage = append(usage, "capacity-block")
+	}
+	usage = append(usage, "on-demand")
 	if len(t.SpotPrice) > 0 {
 		usage = append(usage, "spot")
 	}
+	return usage
+}
+
+func (t *instanceType) view() xmlInstanceType {
+	usage := t.usageClasses()
 	x := xmlInstanceType{
 		InstanceType: t.Name, CurrentGeneration: t.CurrentGeneration, FreeTierEligible: t.FreeTier,
 		SupportedUsageClasses: usage, SupportedRootDeviceTypes: []string{"ebs"}, SupportedVirtualizationTypes: []string{"hvm"},
 		BareMetal: t.metal(), Hypervisor: t.Hypervisor,
-		ProcessorInfo:            xmlProcessorInfo{SupportedArchitectures: []string{t.Arch}, Manufacturer: t.Manufacturer},
+		ProcessorInfo:            xmlProcessorInfo{SupportedArchitectures: []string{t.Arch}, Manufacturer: t.Manufacturer, SustainedClockSpeedInGhz: t.ClockGHz},
 		VCPUInfo:                 xmlVCPUInfo{DefaultVCpus: t.VCPUs, DefaultCores: max(1, t.VCPUs/t.ThreadsPerCore), DefaultThreadsPerCore: t.ThreadsPerCore},
 		MemoryInfo:               xmlSizeInMiB{SizeInMiB: t.MemoryMiB},
 		InstanceStorageSupported: t.StorageGB > 0,
@@ -29,14 +48,14 @@ func (t *instanceType) view() xmlInstanceType {
 			MaximumNetworkInterfaces: t.ENIs, MaximumNetworkCards: 1,
 			NetworkCards:              []xmlNetworkCardInfo{{NetworkCardIndex: 0, MaximumNetworkInterfaces: t.ENIs}},
 			Ipv4AddressesPerInterface: t.IPv4PerENI, Ipv6AddressesPerInterface: t.IPv4PerENI, Ipv6Supported: true,
-			EnaSupport: "required", EncryptionInTransitSupported: t.Hypervisor == "nitro" && t.Generation >= 5,
+			EnaSupport: "required", EncryptionInTransitSupported: t.EncryptionInTransit,
 		},
-		PlacementGroupInfo:            []string{"cluster", "partition", "spread"},
+		PlacementGroupInfo:            t.placementStrategies(),
 		BurstablePerformanceSupported: t.Burstable, DedicatedHostsSupported: !t.Burstable, AutoRecoverySupported: true,
 		SupportedBootModes: []string{"legacy-bios", "uefi"}, NitroEnclavesSupport: "unsupported", NitroTpmSupport: "unsupported",
 		PhcSupport: "unsupported",
 	}
-	if t.Hypervisor == "nitro" {
+	if t.nitro() {
 		// Nitro types share 28 attachments between EBS volumes, network interfaces
 		// and NVMe instance-store volumes.
 		x.EBSInfo.NvmeSupport = "required"
@@ -71,14 +90,45 @@ func (t *instanceType) view() xmlInstanceType {
 			TotalSizeInGB: t.StorageGB, Disks: []xmlDiskInfo{{SizeInGB: t.StorageGB / int64(t.Disks), Count: t.Disks, Type: t.DiskType}},
 			NvmeSupport: "required", EncryptionSupport: "required",
 		}
-	}
-	if t.GPUs > 0 {
-		x.GPUInfo = &xmlGPUInfo{
-			GPUs:                []xmlGPUDevice{{Name: t.GPUName, Manufacturer: "NVIDIA", Count: t.GPUs, MemoryInfo: xmlSizeInMiB{SizeInMiB: t.GPUMemoryMiB}}},
-			TotalGPUMemoryInMiB: t.GPUMemoryMiB * int64(t.GPUs),
+		if !t.StorageNVMe {
+			x.InstanceStorageInfo.NvmeSupport, x.InstanceStorageInfo.EncryptionSupport = "unsupported", "unsupported"
 		}
 	}
+	if g := t.GPU; g.Name != "" {
+		x.GPUInfo = &xmlGPUInfo{
+			GPUs:                []xmlGPUDevice{{Name: g.Name, Manufacturer: g.Manufacturer, Count: g.Count, MemoryInfo: xmlSizeInMiB{SizeInMiB: g.MemoryMiB}}},
+			TotalGPUMemoryInMiB: g.MemoryMiB * int64(g.Count),
+		}
+	}
+	x.NeuronInfo, x.InferenceAcceleratorInfo = t.acceleratorViews()
 	return x
+}
+
+// acceleratorViews are the type's Neuron devices (NeuronInfo) and its inference
+// accelerators (InferenceAcceleratorInfo): EC2 lists Inferentia in both, the
+// later Neuron devices in NeuronInfo only, other makers' in
+// InferenceAcceleratorInfo only.
+func (t *instanceType) acceleratorViews() (*xmlNeuronInfo, *xmlInferenceInfo) {
+	a := t.Accelerator
+	if a.Count == 0 {
+		return nil, nil
+	}
+	var neuron *xmlNeuronInfo
+	if d, ok := neuronDevice[a.Name]; ok {
+		neuron = &xmlNeuronInfo{
+			NeuronDevices: []xmlNeuronDevice{{Count: a.Count, Name: a.Name, CoreInfo: xmlNeuronCoreInfo{Count: a.Cores, Version: d.CoreVersion},
+				MemoryInfo: xmlSizeInMiB{SizeInMiB: int64(d.MemoryMiB)}}},
+			TotalNeuronDeviceMemoryInMiB: int64(d.MemoryMiB) * int64(a.Count),
+		}
+	}
+	var inference *xmlInferenceInfo
+	if mem, ok := inferenceAcceleratorMemoryMiB[a.Name]; ok {
+		inference = &xmlInferenceInfo{
+			Accelerators:              []xmlInferenceDevice{{Count: a.Count, Name: a.Name, Manufacturer: a.Manufacturer, MemoryInfo: xmlSizeInMiB{SizeInMiB: mem}}},
+			TotalInferenceMemoryInMiB: mem * int64(a.Count),
+		}
+	}
+	return neuron, inference
 }
 
 func (s *Server) describeInstanceTypes(q *queryParams) (ec2Response, error) {
@@ -92,7 +142,7 @@ func (s *Server) describeInstanceTypes(q *queryParams) (ec2Response, error) {
 	match, err := filterSet[*instanceType]{fields: map[string]func(*instanceType) []string{
 		"instance-type":                           func(t *instanceType) []string { return []string{t.Name} },
 		"current-generation":                      func(t *instanceType) []string { return []string{boolString(t.CurrentGeneration)} },
-		"bare-metal":                              func(t *instanceType) []string { return []string{boolString(t.Size == "metal")} },
+		"bare-metal":                              func(t *instanceType) []string { return []string{boolString(t.metal())} },
 		"burstable-performance-supported":         func(t *instanceType) []string { return []string{boolString(t.Burstable)} },
 		"free-tier-eligible":                      func(t *instanceType) []string { return []string{boolString(t.FreeTier)} },
 		"hypervisor":                              func(t *instanceType) []string { return []string{t.Hypervisor} },
@@ -100,7 +150,7 @@ func (s *Server) describeInstanceTypes(q *queryParams) (ec2Response, error) {
 		"processor-info.manufacturer":             func(t *instanceType) []string { return []string{t.Manufacturer} },
 		"supported-virtualization-type":           func(*instanceType) []string { return []string{"hvm"} },
 		"supported-root-device-type":              func(*instanceType) []string { return []string{"ebs"} },
-		"supported-usage-class":                   func(t *instanceType) []string { return t.view().SupportedUsageClasses },
+		"supported-usage-class":                   func(t *instanceType) []string { return t.usageClasses() },
 		"vcpu-info.default-vcpus":                 func(t *instanceType) []string { return []string{strconv.Itoa(int(t.VCPUs))} },
 		"memory-info.size-in-mib":                 func(t *instanceType) []string { return []string{strconv.FormatInt(t.MemoryMiB, 10)} },
 		"instance-storage-supported":              func(t *instanceType) []string { return []string{boolString(t.StorageGB > 0)} },

@@ -47,6 +47,8 @@ type xmlInstanceType struct {
 	EBSInfo                       xmlEBSInfo          `xml:"ebsInfo"`
 	NetworkInfo                   xmlNetworkInfo      `xml:"networkInfo"`
 	GPUInfo                       *xmlGPUInfo         `xml:"gpuInfo,omitempty"`
+	NeuronInfo                    *xmlNeuronInfo      `xml:"neuronInfo,omitempty"`
+	InferenceAcceleratorInfo      *xmlInferenceInfo   `xml:"inferenceAcceleratorInfo,omitempty"`
 	PlacementGroupInfo            []string            `xml:"placementGroupInfo>supportedStrategies>item"`
 	HibernationSupported          bool                `xml:"hibernationSupported"`
 	BurstablePerformanceSupported bool                `xml:"burstablePerformanceSupported"`
@@ -130,6 +132,37 @@ type xmlGPUDevice struct {
 	Name         string       `xml:"name"`
 	Manufacturer string       `xml:"manufacturer"`
 	Count        int32        `xml:"count"`
+	MemoryInfo   xmlSizeInMiB `xml:"memoryInfo"`
+}
+
+type xmlNeuronInfo struct {
+	NeuronDevices                []xmlNeuronDevice `xml:"neuronDevices>item"`
+	TotalNeuronDeviceMemoryInMiB int64             `xml:"totalNeuronDeviceMemoryInMiB"`
+}
+
+type xmlNeuronDevice struct {
+	Count      int32             `xml:"count"`
+	Name       string            `xml:"name"`
+	CoreInfo   xmlNeuronCoreInfo `xml:"coreInfo"`
+	MemoryInfo xmlSizeInMiB      `xml:"memoryInfo"`
+}
+
+type xmlNeuronCoreInfo struct {
+	Count   int32 `xml:"count"`
+	Version int32 `xml:"version"`
+}
+
+// xmlInferenceInfo is InferenceAcceleratorInfo, whose list EC2 writes with
+// "member" elements, not "item".
+type xmlInferenceInfo struct {
+	Accelerators              []xmlInferenceDevice `xml:"accelerators>member"`
+	TotalInferenceMemoryInMiB int64                `xml:"totalInferenceMemoryInMiB"`
+}
+
+type xmlInferenceDevice struct {
+	Count        int32        `xml:"count"`
+	Name         string       `xml:"name"`
+	Manufacturer string       `xml:"manufacturer"`
 	MemoryInfo   xmlSizeInMiB `xml:"memoryInfo"`
 }
 

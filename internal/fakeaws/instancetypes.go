@@ -15,9 +15,11 @@ import (
 )
 
 // instanceType is what DescribeInstanceTypes, the offerings, the price list and the
-// kubelet know of a type. The catalog gives vCPUs, memory, max pods, GPUs, the
-// architecture and prices; the rest is derived here from public facts about EC2
-// families (see each helper for how exact it is).
+// kubelet know of a type. The catalog gives vCPUs, memory, the architecture and
+// prices; EC2's own facts give the rest: network limits from AWS's VPC limits
+// (vpclimits.json), processor, hypervisor, encryption in transit, instance store,
+// EFA, GPUs and accelerators from DescribeInstanceTypes (ec2facts.json). Only a
+// type neither lists falls back to the family heuristics below.
 type instanceType struct {
 	Name       string
 	Family     string // c6in
@@ -30,8 +32,11 @@ type instanceType struct {
 	VCPUs          int32
 	ThreadsPerCore int32
 	MemoryMiB      int64
-	Manufacturer   string // Intel, AMD, AWS
-	Hypervisor     string // nitro or xen
+	Manufacturer   string  // Intel, AMD, AWS
+	ClockGHz       float64 // sustained; 0 when EC2 gives none
+	Hypervisor     string  // nitro, xen, or "" on bare metal
+
+	EncryptionInTransit bool
 
 	CurrentGeneration bool
 	Burstable         bool
@@ -46,13 +51,19 @@ type instanceType struct {
 	Cards       []int32
 	DefaultCard int32
 
-	GPUs         int32
-	GPUName      string
-	GPUMemoryMiB int64 // per GPU
+	// GPUs counts the NVIDIA GPUs (what the NVIDIA device plugin advertises);
+	// GPU is every GPU-like device EC2 lists in GpuInfo, Habana's Gaudi and
+	// AMD's Radeon included.
+	GPUs int32
+	GPU  ec2GPU
+	// Accelerator is the type's Neuron devices or inference accelerators.
+	Accelerator ec2Accelerator
+	EFA         int32 // maximum EFA interfaces
 
-	StorageGB int64
-	Disks     int32
-	DiskType  string // ssd or hdd
+	StorageGB   int64
+	Disks       int32
+	DiskType    string // ssd or hdd
+	StorageNVMe bool
 
 	OnDemandPrice float64
 	SpotPrice     map[string]float64 // by zone
@@ -94,24 +105,18 @@ func newInstanceType(it *scheduling.InstanceType, region string) (*instanceType,
 		// AWS's own limits: ENIs counts those of one card.
 		t.ENIs, t.IPv4PerENI, t.Cards, t.DefaultCard = l.Cards[l.DefaultCard], l.IPv4PerInterface, l.Cards, l.DefaultCard
 	}
-	if gpus, ok := it.Capacity["nvidia.com/gpu"]; ok && gpus.Value() > 0 {
-		t.GPUs = int32(gpus.Value())
-		g := gpuOf(t.Family)
-		t.GPUName, t.GPUMemoryMiB = g.name, g.memoryMiB
+	if f, ok := awsEC2Facts()[it.Name]; ok {
+		t.applyFacts(f)
+	} else {
+		t.guessFacts(it)
 	}
-	t.Manufacturer = manufacturerOf(t)
 	t.ThreadsPerCore = threadsPerCore(t)
-	t.Hypervisor = "nitro"
-	if xenFamilies[t.Family] {
-		t.Hypervisor = "xen"
-	}
-	if l, ok := awsVPCLimits()[it.Name]; ok && l.Hypervisor != "" {
-		t.Hypervisor = l.Hypervisor
+	if t.GPU.Manufacturer == "NVIDIA" {
+		t.GPUs = t.GPU.Count
 	}
 	t.CurrentGeneration = !previousGeneration[t.Family]
 	t.Burstable = slices.Contains([]string{"t2", "t3", "t3a", "t4g"}, t.Family)
 	t.FreeTier = it.Name == "t2.micro" || it.Name == "t3.micro"
-	t.StorageGB, t.Disks, t.DiskType = localStorage(t)
 
 	zones := map[string]bool{}
 	for _, o := range it.Offerings {
@@ -127,6 +132,54 @@ func newInstanceType(it *scheduling.InstanceType, region string) (*instanceType,
 	t.Zones = slices.Sorted(maps.Keys(zones))
 	return t, nil
 }
+
+// applyFacts takes what EC2 says of the type (ec2facts.json), and the instance
+// store of the older families, whose volumes are not NVMe.
+func (t *instanceType) applyFacts(f ec2Facts) {
+	t.Manufacturer, t.ClockGHz, t.Hypervisor, t.EncryptionInTransit = f.Manufacturer, f.ClockGHz, f.Hypervisor, f.EncryptionInTransit
+	t.EFA = f.EFA
+	if f.GPU != nil {
+		t.GPU = *f.GPU
+	}
+	if f.Accelerator != nil {
+		t.Accelerator = *f.Accelerator
+	}
+	if f.LocalNVMeGB > 0 {
+		d := nvmeDisks(t.Family, f.LocalNVMeGB)
+		t.StorageGB, t.Disks, t.DiskType, t.StorageNVMe = f.LocalNVMeGB, d.Disks, d.Type, true
+	} else if d, ok := olderInstanceStores[t.Name]; ok {
+		t.StorageGB, t.Disks, t.DiskType = int64(d.Disks)*d.SizeGB, d.Disks, d.Type
+	}
+}
+
+// guessFacts fills in a type EC2's facts do not list (one a test invents) from
+// its family: NVIDIA GPUs from its catalog entry, the rest from the heuristics
+// below.
+func (t *instanceType) guessFacts(it *scheduling.InstanceType) {
+	if gpus, ok := it.Capacity["nvidia.com/gpu"]; ok && gpus.Value() > 0 {
+		g := gpuOf(t.Family)
+		t.GPU = ec2GPU{Name: g.name, Manufacturer: "NVIDIA", Count: int32(gpus.Value()), MemoryMiB: g.memoryMiB}
+	}
+	t.Manufacturer = manufacturerOf(t)
+	t.Hypervisor = "nitro"
+	switch {
+	case t.metal():
+		t.Hypervisor = ""
+	case xenFamilies[t.Family]:
+		t.Hypervisor = "xen"
+	}
+	if l, ok := awsVPCLimits()[t.Name]; ok && (l.Hypervisor != "" || l.BareMetal) {
+		t.Hypervisor = l.Hypervisor
+	}
+	t.EncryptionInTransit = t.Hypervisor == "nitro" && t.Generation >= 5
+	t.EFA = efaCards[t.Name][1]
+	t.StorageGB, t.Disks, t.DiskType = localStorage(t)
+	t.StorageNVMe = t.StorageGB > 0 && t.Hypervisor != "xen"
+}
+
+// nitro reports the Nitro System: its hypervisor, or bare metal on Nitro cards
+// (every bare-metal type EC2 sells).
+func (t *instanceType) nitro() bool { return t.Hypervisor == "nitro" || t.metal() }
 
 // renameZone moves a catalog zone (us-east-1a) into the server's region.
 func renameZone(z, region string) string {
@@ -171,8 +224,8 @@ type gpuSpec struct {
 	memoryMiB int64
 }
 
-// gpuOf names the NVIDIA GPU of a family and its memory as EC2 reports it. The
-// newest families (g7, p6-b300) are nominal.
+// gpuOf names the NVIDIA GPU of a family and its memory as EC2 reports it, for a
+// type EC2's facts do not list. The newest families (g7, p6-b300) are nominal.
 func gpuOf(family string) gpuSpec {
 	switch family {
 	case "g3", "g3s":
@@ -180,7 +233,7 @@ func gpuOf(family string) gpuSpec {
 	case "g4dn":
 		return gpuSpec{"T4", 16384}
 	case "g5":
-		return gpuSpec{"A10G", 24576}
+		return gpuSpec{"A10G", 22888}
 	case "g5g":
 		return gpuSpec{"T4g", 16384}
 	case "g6", "gr6", "g6f", "gr6f":
@@ -227,9 +280,10 @@ func manufacturerOf(t *instanceType) string {
 	return "Intel"
 }
 
-// threadsPerCore: Graviton has no SMT, nor do AMD's 7th and later generations.
+// threadsPerCore: Graviton has no SMT, nor do AMD's 7th and later generations,
+// nor the HPC families (hpc6a, hpc6id, hpc7a run one thread a core).
 func threadsPerCore(t *instanceType) int32 {
-	if t.Arch == "arm64" || (t.Manufacturer == "AMD" && t.Generation >= 7) || t.VCPUs == 1 {
+	if t.Arch == "arm64" || (t.Manufacturer == "AMD" && t.Generation >= 7) || t.Category == "hpc" || t.VCPUs == 1 {
 		return 1
 	}
 	return 2

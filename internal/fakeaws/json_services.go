@@ -266,8 +266,8 @@ func (s *Server) priceDocument(t *instanceType, os string, dedicated bool) map[s
 		"physicalProcessor": t.Manufacturer, "processorArchitecture": "64-bit",
 		"networkPerformance": "Up to 10 Gigabit", "storage": "EBS only",
 	}
-	if t.GPUs > 0 {
-		attrs["gpu"] = strconv.Itoa(int(t.GPUs))
+	if t.GPU.Count > 0 {
+		attrs["gpu"] = strconv.Itoa(int(t.GPU.Count))
 	}
 	offer := sku + "." + onDemandTerm
 	rate := offer + "." + hourlyRate

@@ -288,8 +288,12 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 		return "", nil, err
 	}
 	zoneSet := map[string]bool{}
+	zoneIDs := map[string]string{}
 	for _, s := range nc.Status.Subnets {
 		zoneSet[s.Zone] = true
+		if s.ZoneID != "" {
+			zoneIDs[s.Zone] = s.ZoneID
+		}
 	}
 	root := RootVolumeSize(nc)
 	model := allocatable.EKS{VMMemoryOverheadPercent: c.opts.VMMemoryOverheadPercent, Kubelet: kubeletOf(nc.Spec.Kubelet)}
@@ -299,12 +303,13 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 	keyJSON, _ := json.Marshal(struct {
 		Model   allocatable.EKS
 		Zones   map[string]bool
+		ZoneIDs map[string]string
 		Root    string
 		Fetched time.Time
 		Prices  int64
 		OS      map[string]string
 		Fields  NodeClassFields
-	}{model, zoneSet, root.String(), cat.fetchedAt, c.prices.Generation(), osLabels, fields})
+	}{model, zoneSet, zoneIDs, root.String(), cat.fetchedAt, c.prices.Generation(), osLabels, fields})
 	key := string(keyJSON)
 	c.mu.Lock()
 	if types, ok := c.built[key]; ok {
@@ -320,7 +325,7 @@ func (c *CloudProvider) baseInstanceTypes(ctx context.Context, nc *awsv1.EC2Node
 			}
 		}
 	}
-	types, err := BuildInstanceTypes(Catalog{Region: c.opts.Region, Types: cat.types, Zones: zones, Prices: prices, OSLabels: osLabels, Fields: fields}, model, root)
+	types, err := BuildInstanceTypes(Catalog{Region: c.opts.Region, Types: cat.types, Zones: zones, ZoneIDs: zoneIDs, Prices: prices, OSLabels: osLabels, Fields: fields}, model, root)
 	if err != nil {
 		return "", nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
@@ -560,7 +565,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	inst := Instance{ID: launched.InstanceID, Type: launched.InstanceType, Zone: launched.Zone, CapacityType: launched.CapacityType,
 		ImageID: launched.ImageID, Tags: tags, LaunchTime: c.clock.Now(), State: ec2types.InstanceStateNamePending,
 		CapacityReservationID: launched.ReservationID, CapacityReservationType: launched.ReservationType,
-		CapacityReservationInterruptible: launched.ReservationInterruptible, Tenancy: tenancy}
+		CapacityReservationInterruptible: launched.ReservationInterruptible, Tenancy: tenancy, ZoneID: zoneIDOf(nc, launched.Zone)}
 	c.placeLaunched(ctx, &inst, group)
 	result := withClaim(inst.NodeClaim(plan.Types[launched.InstanceType]), claim)
 	c.mu.Lock()
@@ -568,6 +573,16 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	c.byClaim[claim.UID] = recentLaunch{claim: result.DeepCopy(), at: c.clock.Now()}
 	c.mu.Unlock()
 	return result, nil
+}
+
+// zoneIDOf is the ID of the zone of the NodeClass's subnets, or "".
+func zoneIDOf(nc *awsv1.EC2NodeClass, zone string) string {
+	for _, s := range nc.Status.Subnets {
+		if s.Zone == zone && s.ZoneID != "" {
+			return s.ZoneID
+		}
+	}
+	return ""
 }
 
 // spendRoom counts a reserved launch against its reservation's room, and takes

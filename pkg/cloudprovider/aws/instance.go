@@ -17,9 +17,11 @@ import (
 
 // Instance is what the provider reads of an EC2 instance.
 type Instance struct {
-	ID             string
-	Type           string
-	Zone           string
+	ID   string
+	Type string
+	Zone string
+	// ZoneID is the zone's ID (use1-az1).
+	ZoneID         string
 	CapacityType   string
 	ImageID        string
 	SubnetID       string
@@ -47,7 +49,7 @@ func InstanceOf(in ec2types.Instance) Instance {
 		SubnetID: deref(in.SubnetId), CapacityType: CapacityTypeOnDemand, Tags: map[string]string{},
 		LaunchTime: deref(in.LaunchTime)}
 	if in.Placement != nil {
-		out.Zone = deref(in.Placement.AvailabilityZone)
+		out.Zone, out.ZoneID = deref(in.Placement.AvailabilityZone), deref(in.Placement.AvailabilityZoneId)
 		out.PlacementGroupID, out.Partition = deref(in.Placement.GroupId), deref(in.Placement.PartitionNumber)
 		out.Tenancy = string(in.Placement.Tenancy)
 	}
@@ -101,6 +103,7 @@ func (i Instance) NodeClaim(it *scheduling.InstanceType) *v1.NodeClaim {
 		CreationTimestamp: metav1.NewTime(i.LaunchTime)}}
 	if name := i.Tags[TagNodeClass]; name != "" {
 		nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: name}
+		nc.Labels[LabelNodeClass] = name
 	}
 	if it != nil {
 		for k, v := range it.Requirements.Labels() {
@@ -111,6 +114,12 @@ func (i Instance) NodeClaim(it *scheduling.InstanceType) *v1.NodeClaim {
 	}
 	nc.Labels[v1.LabelInstanceType] = i.Type
 	nc.Labels[v1.LabelZone] = i.Zone
+	if i.ZoneID != "" {
+		nc.Labels[LabelTopologyZoneID] = i.ZoneID
+	} else {
+		// The type's zone IDs are those of all its zones.
+		delete(nc.Labels, LabelTopologyZoneID)
+	}
 	nc.Labels[v1.LabelRegion] = regionOf(i.Zone)
 	nc.Labels[v1.CapacityTypeLabelKey] = i.CapacityType
 	nc.Labels[LabelInstanceTenancy] = cmp.Or(i.Tenancy, TenancyDefault)

@@ -41,6 +41,13 @@ const (
 	LabelInstanceAcceleratorMaker  = labelPrefix + "instance-accelerator-manufacturer"
 	LabelInstanceAcceleratorCount  = labelPrefix + "instance-accelerator-count"
 	LabelInstanceLocalNVMe         = labelPrefix + "instance-local-nvme"
+	// LabelInstanceCapabilityFlex is "true" on the flex types (c7i-flex, m7i-flex, …).
+	LabelInstanceCapabilityFlex = labelPrefix + "instance-capability-flex"
+	// LabelNodeClass names the EC2NodeClass a node was launched from.
+	LabelNodeClass = labelPrefix + "ec2nodeclass"
+	// LabelTopologyZoneID is the zone's ID (use1-az1), the same zone in every
+	// account, where zone names are shuffled per account.
+	LabelTopologyZoneID = "topology.k8s.aws/zone-id"
 )
 
 // Extended resources a type's accelerators give its nodes, as their device plugins
@@ -82,8 +89,10 @@ type Catalog struct {
 	Types []ec2types.InstanceTypeInfo
 	// Zones lists, by instance type, the zones it is offered in (from
 	// DescribeInstanceTypeOfferings), among the zones of the NodeClass's subnets.
-	Zones  map[string][]string
-	Prices Prices
+	Zones map[string][]string
+	// ZoneIDs are the zones' IDs, by zone name (from the NodeClass's subnets).
+	ZoneIDs map[string]string
+	Prices  Prices
 	// OSLabels replace the Linux label of every type: the NodeClass's AMI family
 	// decides the OS its nodes run (see OSLabels).
 	OSLabels map[string]string
@@ -162,6 +171,17 @@ func BuildInstanceTypes(c Catalog, model allocatable.EKS, rootVolume resource.Qu
 		reqs = reqs.With(scheduling.MustRequirement(v1.LabelZone, v1.NodeSelectorOpIn, zs...)).
 			With(scheduling.MustRequirement(v1.CapacityTypeLabelKey, v1.NodeSelectorOpIn, cts...)).
 			With(scheduling.MustRequirement(v1.LabelRegion, v1.NodeSelectorOpIn, c.Region))
+		// A launch keeps to the subnets whose zone IDs the claim allows (PlanFleet),
+		// so a pod or NodePool may ask for zone IDs, as on Karpenter.
+		var ids []string
+		for _, z := range zs {
+			if id := c.ZoneIDs[z]; id != "" && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) > 0 {
+			reqs = reqs.With(scheduling.MustRequirement(LabelTopologyZoneID, v1.NodeSelectorOpIn, ids...))
+		}
 		out = append(out, &scheduling.InstanceType{Name: name, Requirements: reqs, Offerings: offerings,
 			Capacity: node.Capacity, Overhead: node.Overhead, VolumeLimits: ebsVolumeLimits(info)})
 	}
@@ -338,17 +358,17 @@ func Labels(info *ec2types.InstanceTypeInfo) map[string]string {
 	family, size, _ := strings.Cut(name, ".")
 	labels[LabelInstanceFamily] = family
 	labels[LabelInstanceSize] = size
-	category, generation := categoryAndGeneration(family)
-	labels[LabelInstanceCategory] = category
-	if generation != "" {
+	if category, generation := categoryAndGeneration(family); generation != "" {
+		labels[LabelInstanceCategory] = category
 		labels[LabelInstanceGeneration] = generation
 	}
+	labels[LabelInstanceCapabilityFlex] = strconv.FormatBool(strings.Contains(family, "-flex"))
 	if c := info.VCpuInfo; c != nil && c.DefaultVCpus != nil {
 		labels[LabelInstanceCPU] = strconv.Itoa(int(*c.DefaultVCpus))
 	}
 	if p := info.ProcessorInfo; p != nil {
 		if p.Manufacturer != nil {
-			labels[LabelInstanceCPUManufacturer] = strings.ToLower(*p.Manufacturer)
+			labels[LabelInstanceCPUManufacturer] = kebab(*p.Manufacturer)
 		}
 		if p.SustainedClockSpeedInGhz != nil {
 			labels[LabelInstanceCPUClockSpeedMHz] = strconv.FormatInt(int64(math.Round(*p.SustainedClockSpeedInGhz*1000)), 10)
@@ -357,9 +377,10 @@ func Labels(info *ec2types.InstanceTypeInfo) map[string]string {
 	if m := info.MemoryInfo; m != nil && m.SizeInMiB != nil {
 		labels[LabelInstanceMemory] = strconv.FormatInt(*m.SizeInMiB, 10)
 	}
-	if info.Hypervisor != "" {
-		labels[LabelInstanceHypervisor] = string(info.Hypervisor)
-	}
+	// Bare metal types have no hypervisor: the label is there, empty, as
+	// Karpenter has it.
+	labels[LabelInstanceHypervisor] = string(info.Hypervisor)
+	labels[LabelInstanceEncryptionTransit] = "false"
 	if n := info.NetworkInfo; n != nil {
 		if n.EncryptionInTransitSupported != nil {
 			labels[LabelInstanceEncryptionTransit] = strconv.FormatBool(*n.EncryptionInTransitSupported)
@@ -368,10 +389,15 @@ func Labels(info *ec2types.InstanceTypeInfo) map[string]string {
 			labels[LabelInstanceNetworkBandwidth] = strconv.FormatInt(bw, 10)
 		}
 	}
-	if e := info.EbsInfo; e != nil && e.EbsOptimizedInfo != nil && e.EbsOptimizedInfo.MaximumBandwidthInMbps != nil {
+	// Only EBS-optimized-by-default types: the others reach it only when launched
+	// EBS-optimized, which Tailor does not ask for.
+	if e := info.EbsInfo; e != nil && e.EbsOptimizedSupport == ec2types.EbsOptimizedSupportDefault &&
+		e.EbsOptimizedInfo != nil && e.EbsOptimizedInfo.MaximumBandwidthInMbps != nil {
 		labels[LabelInstanceEBSBandwidth] = strconv.Itoa(int(*e.EbsOptimizedInfo.MaximumBandwidthInMbps))
 	}
-	if g := info.GpuInfo; g != nil && len(g.Gpus) > 0 {
+	// Labels of one kind of GPU or accelerator only: a type with several kinds has
+	// no single name, maker or count.
+	if g := info.GpuInfo; g != nil && len(g.Gpus) == 1 {
 		d := g.Gpus[0]
 		labels[LabelInstanceGPUName] = kebab(deref(d.Name))
 		labels[LabelInstanceGPUManufacturer] = kebab(deref(d.Manufacturer))
@@ -381,12 +407,15 @@ func Labels(info *ec2types.InstanceTypeInfo) map[string]string {
 		}
 	}
 	switch {
-	case info.NeuronInfo != nil && len(info.NeuronInfo.NeuronDevices) > 0:
+	case info.NeuronInfo != nil:
+		if len(info.NeuronInfo.NeuronDevices) != 1 {
+			break
+		}
 		d := info.NeuronInfo.NeuronDevices[0]
 		labels[LabelInstanceAcceleratorName] = kebab(deref(d.Name))
 		labels[LabelInstanceAcceleratorMaker] = "aws"
 		labels[LabelInstanceAcceleratorCount] = strconv.Itoa(int(deref(d.Count)))
-	case info.InferenceAcceleratorInfo != nil && len(info.InferenceAcceleratorInfo.Accelerators) > 0:
+	case info.InferenceAcceleratorInfo != nil && len(info.InferenceAcceleratorInfo.Accelerators) == 1:
 		d := info.InferenceAcceleratorInfo.Accelerators[0]
 		labels[LabelInstanceAcceleratorName] = kebab(deref(d.Name))
 		labels[LabelInstanceAcceleratorMaker] = kebab(deref(d.Manufacturer))
@@ -398,19 +427,30 @@ func Labels(info *ec2types.InstanceTypeInfo) map[string]string {
 	return labels
 }
 
-// categoryAndGeneration split a family: m5d → m, 5; p6-b200 → p, 6; u-6tb1 → u, 1
-// (the generation is the first run of digits after the category letters).
+// categoryAndGeneration split a family as Karpenter does: the category is its
+// leading letters, the generation the digits after them, past a "-<n>tb" memory
+// size (m5d → m, 5; p6-b200 → p, 6; u-6tb1 → u, 1). A family without those
+// digits has neither.
 func categoryAndGeneration(family string) (string, string) {
-	i := strings.IndexFunc(family, func(r rune) bool { return r < 'a' || r > 'z' })
-	if i < 0 {
-		return family, ""
+	isLetter := func(r rune) bool { return r >= 'a' && r <= 'z' }
+	isDigit := func(r rune) bool { return r >= '0' && r <= '9' }
+	i := strings.IndexFunc(family, func(r rune) bool { return !isLetter(r) })
+	if i <= 0 {
+		return "", ""
 	}
-	category := family[:i]
-	rest := strings.TrimLeft(family[i:], "-")
-	rest = strings.TrimLeftFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
-	end := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' })
+	category, rest := family[:i], family[i:]
+	if tail, ok := strings.CutPrefix(rest, "-"); ok {
+		digits := strings.IndexFunc(tail, func(r rune) bool { return !isDigit(r) })
+		if after, isSize := strings.CutPrefix(tail[max(digits, 0):], "tb"); digits > 0 && isSize {
+			rest = after
+		}
+	}
+	end := strings.IndexFunc(rest, func(r rune) bool { return !isDigit(r) })
 	if end < 0 {
 		end = len(rest)
+	}
+	if end == 0 {
+		return "", ""
 	}
 	return category, rest[:end]
 }

@@ -27,7 +27,8 @@ func typeInfo(name string, vcpus int32, mib int64, edits ...func(*ec2types.Insta
 		SupportedUsageClasses: []ec2types.UsageClassType{ec2types.UsageClassTypeOnDemand, ec2types.UsageClassTypeSpot},
 		NetworkInfo: &ec2types.NetworkInfo{MaximumNetworkInterfaces: aws.Int32(3), Ipv4AddressesPerInterface: aws.Int32(10),
 			EncryptionInTransitSupported: aws.Bool(false), NetworkCards: []ec2types.NetworkCardInfo{{BaselineBandwidthInGbps: aws.Float64(0.75)}}},
-		EbsInfo: &ec2types.EbsInfo{EbsOptimizedInfo: &ec2types.EbsOptimizedInfo{MaximumBandwidthInMbps: aws.Int32(4750)}},
+		EbsInfo: &ec2types.EbsInfo{EbsOptimizedSupport: ec2types.EbsOptimizedSupportDefault,
+			EbsOptimizedInfo: &ec2types.EbsOptimizedInfo{MaximumBandwidthInMbps: aws.Int32(4750)}},
 	}
 	for _, e := range edits {
 		e(&info)
@@ -49,7 +50,7 @@ func TestLabels(t *testing.T) {
 				LabelInstanceCategory: "m", LabelInstanceFamily: "m5", LabelInstanceGeneration: "5", LabelInstanceSize: "large",
 				LabelInstanceCPU: "2", LabelInstanceCPUManufacturer: "intel", LabelInstanceCPUClockSpeedMHz: "3100",
 				LabelInstanceMemory: "8192", LabelInstanceHypervisor: "nitro", LabelInstanceEncryptionTransit: "false",
-				LabelInstanceNetworkBandwidth: "750", LabelInstanceEBSBandwidth: "4750",
+				LabelInstanceNetworkBandwidth: "750", LabelInstanceEBSBandwidth: "4750", LabelInstanceCapabilityFlex: "false",
 			},
 		},
 		{
@@ -70,7 +71,7 @@ func TestLabels(t *testing.T) {
 				LabelInstanceCPU: "4", LabelInstanceCPUManufacturer: "amd", LabelInstanceMemory: "16384",
 				LabelInstanceHypervisor: "nitro", LabelInstanceEncryptionTransit: "true", LabelInstanceNetworkBandwidth: "2500",
 				LabelInstanceGPUName: "a10g", LabelInstanceGPUManufacturer: "nvidia", LabelInstanceGPUCount: "1",
-				LabelInstanceGPUMemory: "24576", LabelInstanceLocalNVMe: "250",
+				LabelInstanceGPUMemory: "24576", LabelInstanceLocalNVMe: "250", LabelInstanceCapabilityFlex: "false",
 			},
 		},
 		{
@@ -87,6 +88,46 @@ func TestLabels(t *testing.T) {
 				LabelInstanceCategory: "inf", LabelInstanceFamily: "inf2", LabelInstanceGeneration: "2", LabelInstanceSize: "xlarge",
 				LabelInstanceCPU: "4", LabelInstanceCPUManufacturer: "aws", LabelInstanceMemory: "16384",
 				LabelInstanceAcceleratorName: "inferentia2", LabelInstanceAcceleratorMaker: "aws", LabelInstanceAcceleratorCount: "1",
+				// As Karpenter: the hypervisor label is there, empty, when EC2 names none;
+				// encryption in transit is false unless EC2 says it is supported.
+				LabelInstanceCapabilityFlex: "false", LabelInstanceHypervisor: "", LabelInstanceEncryptionTransit: "false",
+			},
+		},
+		{
+			// Karpenter's published labels of c7i-flex.large, c5.metal and u-6tb1.56xlarge.
+			name: "flex",
+			info: typeInfo("c7i-flex.large", 2, 4096),
+			want: map[string]string{
+				v1.LabelInstanceType: "c7i-flex.large", v1.LabelOS: "linux", v1.LabelArch: "amd64",
+				LabelInstanceCategory: "c", LabelInstanceFamily: "c7i-flex", LabelInstanceGeneration: "7", LabelInstanceSize: "large",
+				LabelInstanceCPU: "2", LabelInstanceCPUManufacturer: "intel", LabelInstanceCPUClockSpeedMHz: "3100",
+				LabelInstanceMemory: "4096", LabelInstanceHypervisor: "nitro", LabelInstanceEncryptionTransit: "false",
+				LabelInstanceNetworkBandwidth: "750", LabelInstanceEBSBandwidth: "4750", LabelInstanceCapabilityFlex: "true",
+			},
+		},
+		{
+			name: "bare metal",
+			info: typeInfo("c5.metal", 96, 196608, func(i *ec2types.InstanceTypeInfo) { i.Hypervisor = "" }),
+			want: map[string]string{
+				v1.LabelInstanceType: "c5.metal", v1.LabelOS: "linux", v1.LabelArch: "amd64",
+				LabelInstanceCategory: "c", LabelInstanceFamily: "c5", LabelInstanceGeneration: "5", LabelInstanceSize: "metal",
+				LabelInstanceCPU: "96", LabelInstanceCPUManufacturer: "intel", LabelInstanceCPUClockSpeedMHz: "3100",
+				LabelInstanceMemory: "196608", LabelInstanceHypervisor: "", LabelInstanceEncryptionTransit: "false",
+				LabelInstanceNetworkBandwidth: "750", LabelInstanceEBSBandwidth: "4750", LabelInstanceCapabilityFlex: "false",
+			},
+		},
+		{
+			name: "a memory size in the family; EBS-optimized only on request has no EBS bandwidth; two kinds of GPU have no GPU labels",
+			info: typeInfo("u-6tb1.56xlarge", 224, 6291456, func(i *ec2types.InstanceTypeInfo) {
+				i.EbsInfo.EbsOptimizedSupport = ec2types.EbsOptimizedSupportSupported
+				i.GpuInfo = &ec2types.GpuInfo{Gpus: []ec2types.GpuDeviceInfo{{Name: aws.String("A"), Count: aws.Int32(1)}, {Name: aws.String("B"), Count: aws.Int32(1)}}}
+			}),
+			want: map[string]string{
+				v1.LabelInstanceType: "u-6tb1.56xlarge", v1.LabelOS: "linux", v1.LabelArch: "amd64",
+				LabelInstanceCategory: "u", LabelInstanceFamily: "u-6tb1", LabelInstanceGeneration: "1", LabelInstanceSize: "56xlarge",
+				LabelInstanceCPU: "224", LabelInstanceCPUManufacturer: "intel", LabelInstanceCPUClockSpeedMHz: "3100",
+				LabelInstanceMemory: "6291456", LabelInstanceHypervisor: "nitro", LabelInstanceEncryptionTransit: "false",
+				LabelInstanceNetworkBandwidth: "750", LabelInstanceCapabilityFlex: "false",
 			},
 		},
 	}
@@ -101,8 +142,10 @@ func TestLabels(t *testing.T) {
 
 func TestCategoryAndGeneration(t *testing.T) {
 	for family, want := range map[string][2]string{
-		"m5": {"m", "5"}, "m5d": {"m", "5"}, "c6in": {"c", "6"}, "p6-b200": {"p", "6"}, "u-6tb1": {"u", "6"},
-		"mac2": {"mac", "2"}, "x2iedn": {"x", "2"}, "a": {"a", ""},
+		"m5": {"m", "5"}, "m5d": {"m", "5"}, "c6in": {"c", "6"}, "p6-b200": {"p", "6"},
+		// Karpenter's published labels: u-6tb1 is generation 1, u7i-12tb 7.
+		"u-6tb1": {"u", "1"}, "u7i-12tb": {"u", "7"}, "c7i-flex": {"c", "7"}, "mac2-m2pro": {"mac", "2"},
+		"mac2": {"mac", "2"}, "x2iedn": {"x", "2"}, "a": {"", ""},
 	} {
 		c, g := categoryAndGeneration(family)
 		if c != want[0] || g != want[1] {

@@ -129,6 +129,9 @@ func PlanFleet(claim *v1.NodeClaim, types []*scheduling.InstanceType, subnets []
 	}
 	subnetOf := map[string]string{}
 	for _, s := range subnets {
+		if !allows(reqs, LabelTopologyZoneID, s.ZoneID) {
+			continue
+		}
 		if _, ok := subnetOf[s.Zone]; !ok {
 			subnetOf[s.Zone] = s.ID
 		}

@@ -54,14 +54,21 @@ type Bootstrap struct {
 }
 
 // BootstrapFor is the bootstrap of a claim's nodes: its labels that the kubelet may
-// set, its taints and startup taints, and the unregistered taint Tailor removes
-// once the Node is registered.
+// set (and karpenter.sh/do-not-sync-taints but on Custom), its taints and startup
+// taints, and the unregistered taint Tailor removes once the Node is registered.
 func BootstrapFor(claim *v1.NodeClaim, nc *awsv1.EC2NodeClass, cluster Cluster, maxPods int32) Bootstrap {
 	labels := map[string]string{}
 	for k, v := range claim.Labels {
 		if kubeletMaySet(k) {
 			labels[k] = v
 		}
+	}
+	if nc.AMIFamily() != awsv1.AMIFamilyCustom {
+		// The kubelet registers with the claim's taints, so registration leaves
+		// them alone: a startup taint a DaemonSet removed before then is not put
+		// back. Karpenter labels every family but Custom so (its user data may not
+		// register the taints).
+		labels[v1.NodeDoNotSyncTaintsLabelKey] = "true"
 	}
 	taints := append(slices.Clone(claim.Spec.Taints), claim.Spec.StartupTaints...)
 	if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.MatchTaint(&v1.UnregisteredNoExecuteTaint) }) {

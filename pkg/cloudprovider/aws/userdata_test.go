@@ -111,7 +111,7 @@ func TestAL2023UserData(t *testing.T) {
 				t.Errorf("kubeReserved (-want +got):\n%s", diff)
 			}
 			wantFlags := []string{
-				"--node-labels=karpenter.sh/nodepool=default,team=payments",
+				"--node-labels=karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=payments",
 				"--register-with-taints=dedicated=gpu:NoSchedule,karpenter.sh/unregistered:NoExecute",
 			}
 			if diff := cmp.Diff(wantFlags, cfg.Spec.Kubelet.Flags); diff != "" {
@@ -155,7 +155,7 @@ enabled = true
 	if k.ClusterName != "demo" || k.APIServer != "https://demo.example" || k.Certificate != "Q0E=" || k.DNS != "10.100.0.10" || k.MaxPods != 29 {
 		t.Errorf("cluster settings replace the user's: %+v", k)
 	}
-	if diff := cmp.Diff(map[string]string{"owner": "me", "team": "payments", v1.NodePoolLabelKey: "default"}, k.Labels); diff != "" {
+	if diff := cmp.Diff(map[string]string{"owner": "me", "team": "payments", v1.NodePoolLabelKey: "default", v1.NodeDoNotSyncTaintsLabelKey: "true"}, k.Labels); diff != "" {
 		t.Errorf("labels merge (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(map[string][]string{"dedicated": {"gpu:NoSchedule"}, "karpenter.sh/unregistered": {":NoExecute"}}, k.Taints); diff != "" {
@@ -195,7 +195,7 @@ func TestAL2UserData(t *testing.T) {
 		t.Errorf("the user's script must run first: %q", bodies[0])
 	}
 	want := "/etc/eks/bootstrap.sh 'demo' --apiserver-endpoint 'https://demo.example' --b64-cluster-ca 'Q0E=' --dns-cluster-ip '10.100.0.10' " +
-		"--use-max-pods false --kubelet-extra-args '--node-labels=\"karpenter.sh/nodepool=default,team=payments\" " +
+		"--use-max-pods false --kubelet-extra-args '--node-labels=\"karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=payments\" " +
 		"--register-with-taints=\"dedicated=gpu:NoSchedule,karpenter.sh/unregistered:NoExecute\" --max-pods=29 --kube-reserved=\"cpu=200m\"'"
 	if !strings.Contains(bodies[1], want) {
 		t.Errorf("bootstrap script:\n%s\nwant it to contain:\n%s", bodies[1], want)
@@ -221,7 +221,7 @@ func TestWindowsUserData(t *testing.T) {
 		want := "<powershell>\nNew-Item -Path 'C:\\temp\\' -ItemType Directory\n" +
 			"[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n" +
 			"& $EKSBootstrapScriptFile -EKSClusterName 'demo' -APIServerEndpoint 'https://demo.example' -Base64ClusterCA 'Q0E=' " +
-			"-KubeletExtraArgs '--node-labels=\"karpenter.sh/nodepool=default,team=payments\" " +
+			"-KubeletExtraArgs '--node-labels=\"karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=payments\" " +
 			"--register-with-taints=\"dedicated=gpu:NoSchedule,karpenter.sh/unregistered:NoExecute\" --max-pods=29 --kube-reserved=\"cpu=200m\"' " +
 			"-DNSClusterIP '10.100.0.10'\n</powershell>\n"
 		if diff := cmp.Diff(want, doc); diff != "" {
@@ -267,5 +267,21 @@ func TestAL2023ServiceCIDR(t *testing.T) {
 	}
 	if diff := cmp.Diff([]any{"fd00:10:96::a"}, cfg.Spec.Kubelet.Config["clusterDNS"]); diff != "" {
 		t.Errorf("clusterDNS (-want +got):\n%s", diff)
+	}
+}
+
+// Every family but Custom has its kubelet register the claim's taints, and says so
+// with karpenter.sh/do-not-sync-taints, as Karpenter does: registration then does
+// not put back a startup taint removed in the meantime.
+func TestDoNotSyncTaintsLabel(t *testing.T) {
+	for _, family := range []string{awsv1.AMIFamilyAL2023, awsv1.AMIFamilyAL2, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyCustom} {
+		b := testBootstrap(family, nil)
+		want := "true"
+		if family == awsv1.AMIFamilyCustom {
+			want = ""
+		}
+		if got := b.Labels[v1.NodeDoNotSyncTaintsLabelKey]; got != want {
+			t.Errorf("%s: %s = %q, want %q", family, v1.NodeDoNotSyncTaintsLabelKey, got, want)
+		}
 	}
 }

@@ -30,6 +30,7 @@ var bottlerocketKubernetesSettings = map[string]bool{
 	"static-pods": true, "system-reserved": true, "topology-manager-policy": true, "topology-manager-scope": true,
 	"max-parallel-image-pulls": true, "image-maximum-gc-age": true, "image-minimum-gc-age": true,
 	"single-process-oom-kill": true, "ids-per-pod": true, "reserved-cpus": true,
+	"topology-manager-policy-options": true, "container-log-max-workers": true, "container-log-monitor-interval": true,
 }
 
 // bootBottlerocket reads the user data as Bottlerocket's settings API does (TOML,

@@ -340,8 +340,12 @@ func acceleratorResources(info *ec2types.InstanceTypeInfo) map[corev1.ResourceNa
 			}
 		}
 	} else if a := info.InferenceAcceleratorInfo; a != nil {
+		// An answer without NeuronInfo lists Inferentia here; other makers'
+		// accelerators (dl2q's Qualcomm AI100) are no Neuron devices.
 		for _, d := range a.Accelerators {
-			out[ResourceNeuron] += int64(deref(d.Count))
+			if strings.EqualFold(deref(d.Manufacturer), "aws") {
+				out[ResourceNeuron] += int64(deref(d.Count))
+			}
 		}
 	}
 	return out

@@ -336,10 +336,21 @@ func TestAcceleratorResources(t *testing.T) {
 				{Count: aws.Int32(devices), CoreInfo: &ec2types.NeuronDeviceCoreInfo{Count: aws.Int32(cores)}}}}
 		}
 	}
+	inference := func(maker string, n int32) func(*ec2types.InstanceTypeInfo) {
+		return func(i *ec2types.InstanceTypeInfo) {
+			i.InferenceAcceleratorInfo = &ec2types.InferenceAcceleratorInfo{Accelerators: []ec2types.InferenceDeviceInfo{
+				{Manufacturer: aws.String(maker), Count: aws.Int32(n)}}}
+		}
+	}
 	for _, tc := range []struct {
 		info ec2types.InstanceTypeInfo
 		want map[corev1.ResourceName]int64
 	}{
+		// EC2 lists Inferentia in both NeuronInfo and InferenceAcceleratorInfo.
+		{typeInfo("inf1.xlarge", 4, 8192, neuron(1, 4), inference("AWS", 1)),
+			map[corev1.ResourceName]int64{ResourceNeuron: 1, ResourceNeuronCore: 4}},
+		// Qualcomm's AI100 is no Neuron device: it was counted as 8 of them.
+		{typeInfo("dl2q.24xlarge", 96, 786432, inference("Qualcomm", 8)), map[corev1.ResourceName]int64{}},
 		{typeInfo("trn1.32xlarge", 128, 524288, neuron(16, 2), efa(8)),
 			map[corev1.ResourceName]int64{ResourceNeuron: 16, ResourceNeuronCore: 32, ResourceEFA: 8}},
 		{typeInfo("inf2.48xlarge", 192, 786432, neuron(12, 2)),

@@ -207,26 +207,7 @@ func TestRefereeMaxPodsFromAWSLimits(t *testing.T) {
 func TestKubeletRegistersAndRemovesNodes(t *testing.T) {
 	s, clk := startClocked(t, Options{PendingDelay: 10 * time.Second, TerminationDelay: time.Second})
 	c := ec2Client(s)
-	inv := s.InventorySnapshot()
-	var image string
-	for _, im := range inv.Images {
-		if im.Architecture == "x86_64" && strings.Contains(im.Name, "al2023") {
-			image = im.ID
-		}
-	}
-	lt := must(c.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
-		LaunchTemplateName: aws.String("nodes"),
-		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData(clusterOf(s), al2023Kubelet))))},
-	})).ok(t)
-	out := must(c.CreateFleet(ctx(t), &ec2.CreateFleetInput{
-		Type: ec2types.FleetTypeInstant,
-		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
-			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: lt.LaunchTemplate.LaunchTemplateId, Version: aws.String("$Latest")},
-			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: aws.String(inv.Subnets[0].ID)}},
-		}},
-		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
-	})).ok(t)
-	id := out.Instances[0].InstanceIds[0]
+	id := launchAL2023(t, s, clusterOf(s))
 
 	kube := fake.NewClientBuilder().Build()
 	k := NewKubelet(s, kube, KubeletOptions{RegistrationDelay: 5 * time.Second})
@@ -318,28 +299,9 @@ func clusterOf(s *Server) refereeCluster {
 func TestKubeletOfARefusedBoot(t *testing.T) {
 	s, clk := startClocked(t, Options{PendingDelay: time.Second})
 	c := ec2Client(s)
-	inv := s.InventorySnapshot()
-	var image string
-	for _, im := range inv.Images {
-		if im.Architecture == "x86_64" && strings.Contains(im.Name, "al2023") {
-			image = im.ID
-		}
-	}
 	wrong := clusterOf(s)
 	wrong.Endpoint = "https://elsewhere.example.com"
-	lt := must(c.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
-		LaunchTemplateName: aws.String("nodes"),
-		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData(wrong, al2023Kubelet))))},
-	})).ok(t)
-	out := must(c.CreateFleet(ctx(t), &ec2.CreateFleetInput{
-		Type: ec2types.FleetTypeInstant,
-		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
-			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: lt.LaunchTemplate.LaunchTemplateId, Version: aws.String("$Latest")},
-			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: aws.String(inv.Subnets[0].ID)}},
-		}},
-		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
-	})).ok(t)
-	id := out.Instances[0].InstanceIds[0]
+	id := launchAL2023(t, s, wrong)
 	kube := fake.NewClientBuilder().Build()
 	k := NewKubelet(s, kube, KubeletOptions{})
 	clk.Step(time.Second)
@@ -426,4 +388,31 @@ func TestRefereeBootsKarpentersUserData(t *testing.T) {
 			}
 		})
 	}
+}
+
+// launchAL2023 launches one m5.large of the fake's AL2023 image whose user data
+// joins cluster c, and returns its instance ID.
+func launchAL2023(t *testing.T, s *Server, c refereeCluster) string {
+	t.Helper()
+	ec := ec2Client(s)
+	inv := s.InventorySnapshot()
+	var image string
+	for _, im := range inv.Images {
+		if im.Architecture == "x86_64" && strings.Contains(im.Name, "al2023") {
+			image = im.ID
+		}
+	}
+	lt := must(ec.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("nodes"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData(c, al2023Kubelet))))},
+	})).ok(t)
+	out := must(ec.CreateFleet(ctx(t), &ec2.CreateFleetInput{
+		Type: ec2types.FleetTypeInstant,
+		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: lt.LaunchTemplate.LaunchTemplateId, Version: aws.String("$Latest")},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: aws.String(inv.Subnets[0].ID)}},
+		}},
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
+	})).ok(t)
+	return out.Instances[0].InstanceIds[0]
 }

@@ -109,6 +109,8 @@ type bootingInstance struct {
 	os string
 	// request is what the referee is asked about it.
 	request refereeNode
+	// efa is how many EFA interfaces it launched with.
+	efa int64
 }
 
 // Sync registers the Nodes of instances due to register and deletes those of
@@ -134,6 +136,13 @@ func (k *Kubelet) Sync(ctx context.Context) error {
 		}
 		if b.due && b.typ != nil {
 			b.request = k.requestLocked(i, b.typ, im, cluster)
+		}
+		if lt := s.ec2.templates[i.TemplateID]; lt != nil {
+			for _, ni := range lt.Interfaces {
+				if ni.InterfaceType == "efa" || ni.InterfaceType == "efa-only" {
+					b.efa++
+				}
+			}
 		}
 		byID[id] = b
 	}
@@ -225,10 +234,12 @@ func (k *Kubelet) node(b bootingInstance, r refereeResult, now time.Time) (*core
 		}
 		alloc[corev1.ResourceName(name)] = q
 	}
-	// What device plugins add (the NVIDIA plugin, a DaemonSet on GPU nodes).
-	if t.GPUs > 0 {
-		gpus := *resource.NewQuantity(int64(t.GPUs), resource.DecimalSI)
-		capacity["nvidia.com/gpu"], alloc["nvidia.com/gpu"] = gpus, gpus.DeepCopy()
+	// What device plugins add (DaemonSets on the nodes with the devices), from the
+	// type's EC2 facts: NVIDIA's and AMD's GPU plugins, Habana's for Gaudi, the
+	// Neuron plugin (devices and their cores) and the EFA plugin.
+	for name, n := range devicePluginResources(t, b.efa) {
+		q := *resource.NewQuantity(n, resource.DecimalSI)
+		capacity[name], alloc[name] = q, q.DeepCopy()
 	}
 	var taints []corev1.Taint
 	for _, tt := range r.Taints {
@@ -278,4 +289,30 @@ func (k *Kubelet) node(b bootingInstance, r refereeResult, now time.Time) (*core
 				SystemUUID: b.inst.ID, MachineID: strings.TrimPrefix(b.inst.ID, "i-")},
 		},
 	}, nil
+}
+
+// devicePluginResources are the extended resources the device plugins advertise on
+// a node of type t launched with efa EFA interfaces, as each plugin names them.
+func devicePluginResources(t *instanceType, efa int64) map[corev1.ResourceName]int64 {
+	out := map[corev1.ResourceName]int64{}
+	if t.GPUs > 0 {
+		out["nvidia.com/gpu"] = int64(t.GPUs)
+	}
+	switch g := t.GPU; {
+	case g.Count == 0:
+	case strings.EqualFold(g.Manufacturer, "AMD"):
+		out["amd.com/gpu"] = int64(g.Count)
+	case strings.EqualFold(g.Manufacturer, "Habana"):
+		out["habana.ai/gaudi"] = int64(g.Count)
+	}
+	if a := t.Accelerator; a.Count > 0 && strings.EqualFold(a.Manufacturer, "AWS") {
+		out["aws.amazon.com/neuron"] = int64(a.Count)
+		if a.Cores > 0 {
+			out["aws.amazon.com/neuroncore"] = int64(a.Count) * int64(a.Cores)
+		}
+	}
+	if efa > 0 {
+		out["vpc.amazonaws.com/efa"] = efa
+	}
+	return out
 }

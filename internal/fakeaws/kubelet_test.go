@@ -2,6 +2,7 @@ package fakeaws
 
 import (
 	"encoding/base64"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -415,4 +416,29 @@ func launchAL2023(t *testing.T, s *Server, c refereeCluster) string {
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
 	})).ok(t)
 	return out.Instances[0].InstanceIds[0]
+}
+
+// The device plugins' resources come from the type's EC2 facts: Neuron devices and
+// their cores, Gaudi, AMD GPUs; EFA only as launched.
+func TestDevicePluginResources(t *testing.T) {
+	s := start(t, Options{})
+	for typ, want := range map[string]map[corev1.ResourceName]int64{
+		"inf2.xlarge":  {"aws.amazon.com/neuron": 1, "aws.amazon.com/neuroncore": 2},
+		"dl1.24xlarge": {"habana.ai/gaudi": 8},
+		"g4ad.xlarge":  {"amd.com/gpu": 1},
+		"g5.12xlarge":  {"nvidia.com/gpu": 4},
+		"m5.large":     {},
+	} {
+		it := s.inv.types[typ]
+		if it == nil {
+			t.Errorf("%s is not in the fake's catalog", typ)
+			continue
+		}
+		if got := devicePluginResources(it, 0); !maps.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", typ, got, want)
+		}
+	}
+	if got := devicePluginResources(s.inv.types["p5.48xlarge"], 4)["vpc.amazonaws.com/efa"]; got != 4 {
+		t.Errorf("p5.48xlarge launched with 4 EFA interfaces: efa %d, want 4", got)
+	}
 }

@@ -160,10 +160,12 @@ func (s *Server) Start() (string, error) {
 	s.mu.Lock()
 	s.listener = l
 	s.url = "http://" + l.Addr().String()
-	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.http = srv
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	s.mu.Unlock()
-	go func() { _ = s.http.Serve(l) }()
+	// srv, not s.http: a Close right after Start clears s.http before this runs.
+	go func() { _ = srv.Serve(l) }()
 	// State changes are lazy (computed from timestamps when read); this loop makes
 	// the time-driven ones (terminations, interruptions) happen, and their events
 	// arrive, without anyone asking.

@@ -169,8 +169,44 @@ func (s *solver) addNodes(nodes []*Node) {
 				n.attach(s.attachments(p))
 			}
 		}
+		if in.Launching {
+			s.chargeDaemons(n, in.Pods)
+		}
 		s.nodes = append(s.nodes, n)
 	}
+}
+
+// chargeDaemons counts on a launching node the DaemonSet pods that will run there
+// once it registers: none is bound to it yet, and its promised room (the
+// instance's allocatable once launched; before, its smallest option's, or the
+// claim's requests, which include them) is not all free for pods. Left out, every node in flight showed the
+// DaemonSets' share as free, re-plans filled it, and the pods put there found no
+// room when the node came up and got nodes of their own. pods are those already
+// on the node: a DaemonSet with a pod among them is not counted twice.
+func (s *solver) chargeDaemons(n *simNode, pods []*corev1.Pod) {
+	reqs := daemonView(n.reqs)
+	for _, d := range s.daemons {
+		if Untolerated(d.pod.Spec.Tolerations, n.taints, corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute) != nil ||
+			!admitsAny(reqs, d.terms) || slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return ownedByDaemonSet(p, d.pod) }) {
+			continue
+		}
+		n.used = n.used.Add(d.req, allResources)
+		n.ports = append(n.ports, d.ports...)
+	}
+}
+
+// ownedByDaemonSet reports whether p is a pod of the DaemonSet whose template is
+// daemon (named and placed as its DaemonSet).
+func ownedByDaemonSet(p, daemon *corev1.Pod) bool {
+	if p.Namespace != daemon.Namespace {
+		return false
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Name == daemon.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // addPools reads the NodePools. One whose requirements cannot be read (the API

@@ -430,7 +430,8 @@ func sortNodes(nodes []*corev1.Node, claims []*v1.NodeClaim, types map[string]ma
 
 // reservingNode is the node a claim not registered yet will be, with the capacity
 // it holds against its pool's limits: its instance's once launched, else its
-// reservation (see Reservation).
+// reservation (see Reservation); and, before launch, the room of the smallest of
+// its instance-type options (see leastAllocatable).
 func reservingNode(nc *v1.NodeClaim, types map[string]*scheduling.InstanceType) *corev1.Node {
 	node := LaunchingNode(nc)
 	if len(nc.Status.Capacity) == 0 {
@@ -438,7 +439,52 @@ func reservingNode(nc *v1.NodeClaim, types map[string]*scheduling.InstanceType) 
 			node.Status.Capacity = reserved
 		}
 	}
+	if len(nc.Status.Allocatable) == 0 {
+		if least := leastAllocatable(nc, types); len(least) > 0 {
+			node.Status.Allocatable = least
+		}
+	}
 	return node
+}
+
+// leastAllocatable is the room a claim not launched yet will have whichever of its
+// instance-type options the cloud launches: for each resource, the least any
+// option has, and never less than the claim's requests (the room its plan holds);
+// nil when an option is not among types. Its requests alone hid the rest of
+// that room (and counted 110 pods where a small type holds 4): pods of a batch
+// planned a second after the last got new claims the last one's nodes had room
+// for, once launched.
+func leastAllocatable(nc *v1.NodeClaim, types map[string]*scheduling.InstanceType) corev1.ResourceList {
+	var out corev1.ResourceList
+	for _, r := range nc.Spec.Requirements {
+		if r.Key != v1.LabelInstanceType || r.Operator != v1.NodeSelectorOpIn {
+			continue
+		}
+		for _, option := range r.Values {
+			it, ok := types[option]
+			if !ok {
+				return nil
+			}
+			alloc := it.Allocatable()
+			if out == nil {
+				out = alloc
+				continue
+			}
+			for name, have := range out {
+				if q, ok := alloc[name]; !ok {
+					delete(out, name)
+				} else if q.Cmp(have) < 0 {
+					out[name] = q
+				}
+			}
+		}
+	}
+	for name, q := range nc.Spec.Resources.Requests {
+		if have, ok := out[name]; out != nil && (!ok || have.Cmp(q) < 0) {
+			out[name] = q
+		}
+	}
+	return out
 }
 
 // ClaimUsage is what a claim not registered yet counts against its NodePool's

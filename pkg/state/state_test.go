@@ -174,7 +174,7 @@ func TestLaunchingClaimHoldsItsReservationAgainstLimits(t *testing.T) {
 				Values: []string{"fake-it-7", "fake-it-5"}}},
 			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}},
 		}}
-	pending := testobj.Pod("second-batch", "4", "", testobj.Unschedulable())
+	pending := testobj.Pod("second-batch", "6", "", testobj.Unschedulable())
 	scheme, err := kubescheme.New()
 	if err != nil {
 		t.Fatal(err)
@@ -196,15 +196,20 @@ func TestLaunchingClaimHoldsItsReservationAgainstLimits(t *testing.T) {
 	if cpu := node.Node.Status.Capacity[corev1.ResourceCPU]; cpu.Value() != 8 {
 		t.Errorf("launching claim counts %s cpu against the limit, want 8 (its largest option)", cpu.String())
 	}
-	if cpu := node.Node.Status.Allocatable[corev1.ResourceCPU]; cpu.Value() != 3 {
-		t.Errorf("launching claim offers %s cpu of room, want the 3 it was made for", cpu.String())
+	// The room is the smallest option's (fake-it-5: 6 cpu less 100m overhead):
+	// whichever option launches has at least that much.
+	if cpu := node.Node.Status.Allocatable[corev1.ResourceCPU]; cpu.MilliValue() != 5900 {
+		t.Errorf("launching claim offers %s cpu of room, want the 5900m of its smallest option", cpu.String())
+	}
+	if pods := node.Node.Status.Allocatable[corev1.ResourcePods]; pods.Value() != 60 {
+		t.Errorf("launching claim offers room for %s pods, want its smallest option's 60", pods.String())
 	}
 	plan, err := scheduling.Solve(snap.Input, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 8 reserved + at least 5 for a node that takes 4 cpu (and its overhead) > 10;
-	// counting only the 3 cpu of requests, a 5-cpu node would have fitted.
+	// 8 reserved + at least 7 for a node that takes 6 cpu (and its overhead) > 10;
+	// counting only the 3 cpu of requests, a 7-cpu node would have fitted.
 	if len(plan.NewNodes) != 0 || len(plan.Unschedulable) != 1 || !strings.Contains(plan.Unschedulable[0].Reason, "limit cpu=10 leaves 2") {
 		t.Errorf("plan: %d new nodes, unschedulable %v; want the pod held back by the limit", len(plan.NewNodes), plan.Unschedulable)
 	}

@@ -152,10 +152,16 @@ func expectedCopy(template *corev1.Pod, i int) *corev1.Pod {
 	cp := &corev1.Pod{TypeMeta: template.TypeMeta, Spec: template.Spec, Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	cp.Namespace = template.Namespace
 	cp.Name = fmt.Sprintf("%s%s-%d", expectedPrefix, owner.Name, i)
-	cp.UID = types.UID(fmt.Sprintf("expected/%s/%d", owner.UID, i))
+	cp.UID = types.UID(expectedUIDPrefix + fmt.Sprintf("%s/%d", owner.UID, i))
 	cp.Labels, cp.Annotations, cp.OwnerReferences = template.Labels, template.Annotations, template.OwnerReferences
 	return cp
 }
+
+// expectedUIDPrefix begins the UID of every expected pod.
+const expectedUIDPrefix = "expected/"
+
+// isExpected reports a pod expected, not made yet (see expectedCopy).
+func isExpected(p *corev1.Pod) bool { return strings.HasPrefix(string(p.UID), expectedUIDPrefix) }
 
 // replicasWanted is how many live pods each owner wants: a ReplicaSet or
 // StatefulSet its replicas, a Job as many as it runs at once. An owner that is

@@ -548,16 +548,81 @@ func placesAll(plan, other *scheduling.Plan) bool {
 // its own, of another size, elsewhere. Planning only the displaced pods into the
 // room left over finds it in pieces; planning all waiting pods again can fit the
 // same pods into the same room without new nodes.
+//
+// Planned afresh in one pass, a pod that may go anywhere can still take the one
+// node in flight in a zone that a zone-spread pod needs (the solve tries the
+// larger pods first): the fresh plan then makes the spread pod a claim of its own,
+// as the pinned one did. So the pods that only some of the room suits are also
+// placed first, into the room there is (see constrainedFirst), and the rest after
+// them; of the three plans the cheapest is kept.
 func planPods(pinned, fresh *scheduling.Input, lapsed bool, opts scheduling.Options) (*scheduling.Input, *scheduling.Plan, bool, error) {
 	plan, err := scheduling.Solve(pinned, opts)
 	if err != nil || !lapsed || len(plan.NewNodes) == 0 {
 		return pinned, plan, false, err
 	}
+	kept, best, repacked := pinned, plan, false
+	better := func(in *scheduling.Input, p *scheduling.Plan) {
+		if p != nil && len(p.Unschedulable) <= len(plan.Unschedulable) && p.Cost() < best.Cost() {
+			kept, best, repacked = in, p, true
+		}
+	}
 	repack, err := scheduling.Solve(fresh, opts)
-	if err != nil || len(repack.Unschedulable) > len(plan.Unschedulable) || repack.Cost() >= plan.Cost() {
+	if err != nil {
 		return pinned, plan, false, nil
 	}
-	return fresh, repack, true, nil
+	better(fresh, repack)
+	if len(best.NewNodes) > 0 {
+		if in, p, err := constrainedFirst(fresh, opts); err == nil {
+			better(in, p)
+		}
+	}
+	return kept, best, repacked, nil
+}
+
+// constrainedFirst plans fresh's pods in two passes: first the pods placed only
+// after others (a hard spread over zones, a required pod affinity; see
+// placedAfterOthers) into the room of the existing and launching nodes alone,
+// then, beside them, every other pod and those that found no room, new nodes
+// allowed. It returns the input of the second pass, whose nodes hold the first
+// pass's pods, and one plan of both; nil when no pod is constrained or none found
+// room in the first pass.
+func constrainedFirst(fresh *scheduling.Input, opts scheduling.Options) (*scheduling.Input, *scheduling.Plan, error) {
+	var first, rest []*corev1.Pod
+	for _, pod := range fresh.Pods {
+		if placedAfterOthers(pod) && !isExpected(pod) {
+			first = append(first, pod)
+		} else {
+			rest = append(rest, pod)
+		}
+	}
+	if len(first) == 0 {
+		return nil, nil, nil
+	}
+	in := *fresh
+	in.Pods, in.NodePools, in.Demand = first, nil, nil
+	placed, err := scheduling.Solve(&in, opts)
+	if err != nil || len(placed.Bindings) == 0 {
+		return nil, nil, err
+	}
+	second := *fresh
+	second.Nodes = cloneNodes(fresh.Nodes)
+	byName := make(map[string]*scheduling.Node, len(second.Nodes))
+	for _, n := range second.Nodes {
+		byName[n.Node.Name] = n
+	}
+	for _, b := range placed.Bindings {
+		byName[b.Node].Pods = append(byName[b.Node].Pods, b.Pod)
+	}
+	for _, f := range placed.Unschedulable {
+		rest = append(rest, f.Pod)
+	}
+	second.Pods = rest
+	plan, err := scheduling.Solve(&second, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan.Bindings = append(slices.Clone(placed.Bindings), plan.Bindings...)
+	return &second, plan, nil
 }
 
 // cloneNodes copies the nodes and their pod lists, not the objects in them.

@@ -37,7 +37,7 @@ func bootAL2(n Node) (*kubeletBoot, error) {
 	if !found {
 		return nil, fmt.Errorf("the user data never calls /etc/eks/bootstrap.sh: the node never joins")
 	}
-	opts, err := bootstrapOptions(args)
+	opts, warnings, err := bootstrapOptions(args)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap.sh: %w", err)
 	}
@@ -106,7 +106,7 @@ func bootAL2(n Node) (*kubeletBoot, error) {
 	default:
 		return nil, fmt.Errorf("bootstrap.sh: --use-max-pods %q is neither true nor false", opts["--use-max-pods"])
 	}
-	b := &kubeletBoot{flags: []string{"--cloud-provider=external"}}
+	b := &kubeletBoot{flags: []string{"--cloud-provider=external"}, warnings: warnings}
 	if b.config, err = json.Marshal(config); err != nil {
 		return nil, err
 	}
@@ -128,41 +128,45 @@ func bootAL2(n Node) (*kubeletBoot, error) {
 	return b, nil
 }
 
-// bootstrapOptions reads bootstrap.sh's command line: the cluster name and the
-// options bootstrap.sh knows. An option it does not know it would take for a
-// positional argument and drop; here that is an error.
-func bootstrapOptions(args []string) (map[string]string, error) {
-	known := map[string]bool{ // bootstrap.sh --help, options that take a value
+// bootstrapOptions reads bootstrap.sh's command line as its option loop does: the
+// options it knows take the next word; anything else is a positional argument
+// (the first is the cluster name, the rest are ignored), so an unknown option
+// (or the --opt=value form, which it does not read) is dropped: a warning.
+func bootstrapOptions(args []string) (map[string]string, []string, error) {
+	known := map[string]bool{ // bootstrap.sh's case arms, options that take a value
 		"--apiserver-endpoint": true, "--aws-api-retry-attempts": true, "--b64-cluster-ca": true,
 		"--cluster-id": true, "--container-runtime": true, "--containerd-config-file": true,
 		"--dns-cluster-ip": true, "--docker-config-json": true, "--enable-docker-bridge": true,
 		"--enable-local-outpost": true, "--ip-family": true, "--kubelet-extra-args": true,
 		"--local-disks": true, "--mount-bpf-fs": true, "--pause-container-account": true,
-		"--pause-container-version": true, "--service-ipv6-cidr": true, "--use-max-pods": true,
+		"--pause-container-version": true, "--service-ipv4-cidr": true, "--service-ipv6-cidr": true,
+		"--use-max-pods": true,
 	}
 	opts := map[string]string{}
+	var positional, warnings []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if !strings.HasPrefix(a, "--") {
-			if _, ok := opts["cluster"]; ok {
-				return nil, fmt.Errorf("unexpected argument %q after the cluster name", a)
-			}
-			opts["cluster"] = a
+		if !known[a] {
+			positional = append(positional, a)
 			continue
 		}
-		if !known[a] {
-			return nil, fmt.Errorf("unknown option %s (bootstrap.sh would ignore it)", a)
-		}
 		if i+1 >= len(args) {
-			return nil, fmt.Errorf("option %s has no value", a)
+			return nil, nil, fmt.Errorf("option %s has no value", a)
 		}
 		opts[a] = args[i+1]
 		i++
 	}
-	if opts["cluster"] == "" {
-		return nil, fmt.Errorf("no cluster name")
+	if len(positional) == 0 {
+		return nil, nil, fmt.Errorf("no cluster name")
 	}
-	return opts, nil
+	opts["cluster"] = positional[0]
+	if strings.HasPrefix(positional[0], "-") {
+		return nil, nil, fmt.Errorf("the cluster name would be %q: an option bootstrap.sh does not know came first", positional[0])
+	}
+	for _, p := range positional[1:] {
+		warnings = append(warnings, fmt.Sprintf("bootstrap.sh ignores %q (not an option it knows; it takes it for a positional argument)", p))
+	}
+	return opts, warnings, nil
 }
 
 // bootWindows runs the user data's call of the EKS Windows bootstrap script

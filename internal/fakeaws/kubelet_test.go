@@ -178,7 +178,7 @@ func TestRefereeRefuses(t *testing.T) {
 		{"a kubernetes.io label the kubelet may not set", "AL2023", strings.Replace(al2023UserData(refCluster, al2023Kubelet), "karpenter.sh/nodepool=default", "kubernetes.io/role=worker", 1), "unknown 'kubernetes.io' or 'k8s.io' labels"},
 		{"an unknown kubelet flag", "AL2", bootstrapUserData(refCluster, "--max-pod=11"), "unknown flag: --max-pod"},
 		{"a taint with an unknown effect", "AL2", bootstrapUserData(refCluster, "--register-with-taints=a:Sometimes"), "Sometimes"},
-		{"a bootstrap.sh option it does not know", "AL2", strings.Replace(bootstrapUserData(refCluster, ""), "--use-max-pods false", "--use-max-pods false --max-pods 11", 1), "unknown option --max-pods"},
+		{"an unknown option before the cluster name", "AL2", strings.Replace(bootstrapUserData(refCluster, ""), "/etc/eks/bootstrap.sh '", "/etc/eks/bootstrap.sh --max-pods 11 '", 1), `the cluster name would be "--max-pods"`},
 		{"imageGC low above high", "AL2", bootstrapUserData(refCluster, "--image-gc-high-threshold=50 --image-gc-low-threshold=60"), "imageGCLowThresholdPercent"},
 		{"a Bottlerocket setting it does not know", "Bottlerocket", bottlerocketUserData(refCluster, `eviction-soft-grace = "1m"`), "unknown setting settings.kubernetes.eviction-soft-grace"},
 		{"Bottlerocket evictionSoft without its grace period", "Bottlerocket", bottlerocketUserData(refCluster, "[settings.kubernetes.eviction-soft]\n\"memory.available\" = \"10%\"\n"), "grace period must be specified"},
@@ -332,9 +332,16 @@ func TestRefereeWarnsOfIgnoredFields(t *testing.T) {
 	for _, tc := range []struct{ name, userData, want string }{
 		{"a kubelet field the kubelet does not know", al2023UserData(refCluster, "      maxPod: 20"), `unknown field "maxPod"`},
 		{"a NodeConfig field nodeadm does not know", strings.Replace(al2023UserData(refCluster, al2023Kubelet), "  kubelet:", "  kubelets: {}\n  kubelet:", 1), `unknown field "spec.kubelets"`},
+		// bootstrap.sh reads --opt value only; the --opt=value form is a positional
+		// argument it drops.
+		{"a bootstrap.sh option in the --opt=value form", strings.Replace(bootstrapUserData(refCluster, ""), "--use-max-pods false", "--use-max-pods false --local-disks=raid0", 1), `bootstrap.sh ignores "--local-disks=raid0"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := boot(t, refereeNode{Family: "AL2023", UserData: tc.userData})
+			family := "AL2023"
+			if strings.Contains(tc.userData, "bootstrap.sh") {
+				family = "AL2"
+			}
+			r := boot(t, refereeNode{Family: family, UserData: tc.userData})
 			if r.Error != "" {
 				t.Fatalf("the node does not join: %s", r.Error)
 			}

@@ -1,5 +1,5 @@
 // Package fidelity measures how close the live cluster comes to Tailor's own plan:
-// Deployments scaled from zero on the local control plane (the real kube-scheduler,
+// Deployments, Jobs and StatefulSets with volumes created on the local control plane (the real kube-scheduler,
 // kwok nodes, the sim cloud, the system DaemonSets), and the nodes launched for
 // them compared with what the scheduling engine plans for the same pods on an empty
 // NodePool. A measurement, not a check (issue 16): run it with

@@ -68,9 +68,6 @@ type instanceType struct {
 	OnDemandPrice float64
 	SpotPrice     map[string]float64 // by zone
 	Zones         []string           // sorted; where any offering exists
-
-	Capacity    corev1.ResourceList
-	Allocatable corev1.ResourceList
 }
 
 var typeName = regexp.MustCompile(`^(([a-z]+)-?([0-9]+)([a-z0-9-]*))\.([a-z0-9-]+)$`)
@@ -83,7 +80,7 @@ func newInstanceType(it *scheduling.InstanceType, region string) (*instanceType,
 	gen, _ := strconv.Atoi(m[3])
 	t := &instanceType{
 		Name: it.Name, Family: m[1], Category: m[2], Generation: gen, Attributes: m[4], Size: m[5],
-		SpotPrice: map[string]float64{}, Capacity: it.Capacity.DeepCopy(), Allocatable: it.Allocatable(),
+		SpotPrice: map[string]float64{},
 	}
 	arch := "amd64"
 	if r, ok := it.Requirements.Get(corev1.LabelArchStable); ok {

@@ -86,11 +86,17 @@ func (b *kubeletBoot) register(n Node) (Result, error) {
 	for name, q := range capacity {
 		res.Capacity[name] = q.String()
 		alloc := q.DeepCopy()
-		if r, ok := kc.KubeReserved[name]; ok {
-			alloc.Sub(resource.MustParse(r))
-		}
-		if r, ok := kc.SystemReserved[name]; ok {
-			alloc.Sub(resource.MustParse(r))
+		for field, reserved := range map[string]map[string]string{"kubeReserved": kc.KubeReserved, "systemReserved": kc.SystemReserved} {
+			r, ok := reserved[name]
+			if !ok {
+				continue
+			}
+			// The kubelet refuses to start on a reservation it cannot parse.
+			rq, err := resource.ParseQuantity(r)
+			if err != nil {
+				return Result{}, fmt.Errorf("kubelet: %s[%s] %q: %w", field, name, r, err)
+			}
+			alloc.Sub(rq)
 		}
 		// The kubelet keeps room for its hard eviction thresholds only (the node
 		// allocatable design: soft thresholds are not reserved).

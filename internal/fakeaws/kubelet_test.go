@@ -179,6 +179,7 @@ func TestRefereeRefuses(t *testing.T) {
 		{"an unknown kubelet flag", "AL2", bootstrapUserData(refCluster, "--max-pod=11"), "unknown flag: --max-pod"},
 		{"a taint with an unknown effect", "AL2", bootstrapUserData(refCluster, "--register-with-taints=a:Sometimes"), "Sometimes"},
 		{"an unknown option before the cluster name", "AL2", strings.Replace(bootstrapUserData(refCluster, ""), "/etc/eks/bootstrap.sh '", "/etc/eks/bootstrap.sh --max-pods 11 '", 1), `the cluster name would be "--max-pods"`},
+		{"a reservation that is not a quantity", "AL2", bootstrapUserData(refCluster, "--kube-reserved=memory=lots"), `kubeReserved[memory] "lots"`},
 		{"imageGC low above high", "AL2", bootstrapUserData(refCluster, "--image-gc-high-threshold=50 --image-gc-low-threshold=60"), "imageGCLowThresholdPercent"},
 		{"a Bottlerocket setting it does not know", "Bottlerocket", bottlerocketUserData(refCluster, `eviction-soft-grace = "1m"`), "unknown setting settings.kubernetes.eviction-soft-grace"},
 		{"Bottlerocket evictionSoft without its grace period", "Bottlerocket", bottlerocketUserData(refCluster, "[settings.kubernetes.eviction-soft]\n\"memory.available\" = \"10%\"\n"), "grace period must be specified"},

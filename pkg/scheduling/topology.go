@@ -154,8 +154,8 @@ func selectorKey(sel labels.Selector) string {
 	return sel.String()
 }
 
-// spreadSelector is the constraint's selector plus matchLabelKeys taken from the pod.
-func spreadSelector(c *corev1.TopologySpreadConstraint, podLabels map[string]string) (labels.Selector, error) {
+// SpreadSelector is the constraint's selector plus matchLabelKeys taken from the pod.
+func SpreadSelector(c *corev1.TopologySpreadConstraint, podLabels map[string]string) (labels.Selector, error) {
 	sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
 	if err != nil {
 		return nil, err
@@ -232,7 +232,7 @@ func termNamespaces(t *corev1.PodAffinityTerm, podNamespace string, namespaces [
 
 // spreadGroup finds or makes the group for a pod's spread constraint.
 func (s *solver) spreadGroup(c *podClass, tsc *corev1.TopologySpreadConstraint, pod *corev1.Pod) (*group, error) {
-	sel, err := spreadSelector(tsc, pod.Labels)
+	sel, err := SpreadSelector(tsc, pod.Labels)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,8 @@ type nominations map[k8stypes.UID]nomination
 // reserve puts each waiting pod on its claim's node in in.Nodes and returns the
 // pending pods still to plan for. A nomination lapses when its claim is gone or
 // going, when the pod is no longer pending, and once the claim's node is up, when
-// the pod no longer fits beside the pods bound there or NominationGrace passed.
+// the pod no longer fits beside the pods bound there (by requests or by its hard
+// topology spreads) or NominationGrace passed.
 //
 // A pod whose room was taken is not planned for while other pods still wait for
 // their planned nodes (for NominationGrace at most): the kube-scheduler places pods
@@ -54,6 +55,12 @@ type nominations map[k8stypes.UID]nomination
 // already, and what is left is planned into the room truly left.
 func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now time.Time) ([]*corev1.Pod, lapses) {
 	nodes := claimNodes(in, claims)
+	var registered []*scheduling.Node
+	for _, node := range in.Nodes {
+		if !node.Launching {
+			registered = append(registered, node)
+		}
+	}
 	byName := map[string]*v1.NodeClaim{}
 	for _, nc := range claims {
 		byName[nc.Name] = nc
@@ -64,7 +71,7 @@ func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now t
 	coming := false
 	for i, pod := range in.Pods {
 		pending[pod.UID] = true
-		outcomes[i] = n.wait(pod, byName, nodes, now, &lapsed)
+		outcomes[i] = n.wait(pod, byName, nodes, registered, now, &lapsed)
 		coming = coming || outcomes[i] == waits
 	}
 	out := in.Pods[:0:0]
@@ -105,7 +112,8 @@ const (
 	toPlan outcome = iota
 	// waits on its claim's node, holding its room there.
 	waits
-	// roomTaken: its claim's node is up and the room is taken.
+	// roomTaken: its claim's node is up and the room is taken, or a hard
+	// topology spread bars the pod there for now (see spreadAdmits).
 	roomTaken
 	// heldBack since its room was taken.
 	heldBack
@@ -136,7 +144,9 @@ type lapses struct {
 
 func (l lapses) any() bool { return l.ClaimGone+l.Grace+l.RoomTaken+l.Released > 0 }
 
-func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, now time.Time, lapsed *lapses) outcome {
+// wait is what becomes of pod's nomination; registered are the nodes the
+// kube-scheduler sees.
+func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, registered []*scheduling.Node, now time.Time, lapsed *lapses) outcome {
 	nom, ok := n[pod.UID]
 	if !ok {
 		return toPlan
@@ -156,7 +166,7 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 		if up.LastTransitionTime.After(since) {
 			since = up.LastTransitionTime.Time
 		}
-		if !fits(node, pod) {
+		if !fits(node, pod) || !spreadAdmits(registered, node, pod) {
 			lapsed.RoomTaken++
 			return roomTaken
 		}

@@ -400,3 +400,52 @@ func TestPodsPlacedAfterOthersDoNotHoldTheRelease(t *testing.T) {
 		})
 	}
 }
+
+// A pod whose planned node is up with room, but whose hard zone spread the
+// kube-scheduler would not let onto it (the other zone's node is full of pods
+// that could go anywhere), is planned for at once when no other pod waits,
+// rather than after NominationGrace; with the other zone's tenant placed, it waits.
+func TestSpreadBarringThePlannedNodeTakesTheRoom(t *testing.T) {
+	tenant := func(name string) *corev1.Pod {
+		p := pod(name, "100m")
+		p.Labels = map[string]string{"app": "shop"}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1,
+			TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "shop"}}}}
+		return p
+	}
+	zoned := func(n *scheduling.Node, zone string) *scheduling.Node {
+		n.Node.Labels = map[string]string{corev1.LabelTopologyZone: zone, corev1.LabelHostname: n.Node.Name}
+		return n
+	}
+	claims := []*v1.NodeClaim{
+		claim("ca", "2", registered("sim:///a/i-a", "i-a"), initialized(t0)),
+		claim("cb", "2", registered("sim:///b/i-b", "i-b"), initialized(t0)),
+	}
+	for _, tt := range []struct {
+		name      string
+		zoneB     []*corev1.Pod
+		wantPlans bool
+	}{
+		{"zone b full of others: the spread bars zone a", []*corev1.Pod{pod("other", "1900m")}, true},
+		{"zone b has its tenant: the pod waits on its node", []*corev1.Pod{pod("other", "1"), tenant("t-b")}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tenant("s")
+			nodes := []*scheduling.Node{
+				zoned(node("i-a", "sim:///a/i-a", "2", tenant("t-a")), "a"),
+				zoned(node("i-b", "sim:///b/i-b", "2", tt.zoneB...), "b"),
+			}
+			n := nominations{}
+			n.nominate(s, "ca", t0)
+			plan, lapsed := n.reserve(input(claims, nodes, s), claims, t0.Add(time.Second))
+			planned := len(plan) == 1 && plan[0].Name == "s"
+			if planned != tt.wantPlans {
+				t.Errorf("to plan %v, lapses %+v; want s planned: %v", names(plan), lapsed, tt.wantPlans)
+			}
+			if tt.wantPlans && lapsed.RoomTaken != 1 {
+				t.Errorf("lapses %+v, want one room taken", lapsed)
+			}
+		})
+	}
+}

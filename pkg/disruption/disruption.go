@@ -152,6 +152,9 @@ type Decision struct {
 	Eligible map[v1.DisruptionReason]int
 	// Allowed is each NodePool's remaining budget per reason.
 	Allowed map[string]map[v1.DisruptionReason]int
+	// Disrupting is, for each NodePool, how many of its nodes already count
+	// against its budgets (being deleted or disrupted, or NotReady).
+	Disrupting map[string]int
 	// States are, by NodeClaim name, what the candidates' Drifted and
 	// Consolidatable conditions should say.
 	States map[string]ClaimState
@@ -192,7 +195,7 @@ type Candidate struct {
 // controller carries it out and asks again.
 func Decide(in *Input) *Decision {
 	d := newDecider(in)
-	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed, States: map[string]ClaimState{}}
+	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed, Disrupting: d.disrupting, States: map[string]ClaimState{}}
 	for _, c := range d.candidates {
 		dec.States[c.Claim.Name] = ClaimState{Drifted: c.drift, Consolidatable: c.consolidatable}
 	}
@@ -217,6 +220,7 @@ type decider struct {
 	opts       Options
 	candidates []*Candidate // cheapest to disrupt first
 	allowed    map[string]map[v1.DisruptionReason]int
+	disrupting map[string]int // by NodePool, of those in allowed
 	pdbs       []pdb
 	// nodes are all the nodes, launching ones too: pending pods are planned onto them.
 	nodes []*scheduling.Node
@@ -323,12 +327,14 @@ func newDecider(in *Input) *decider {
 		}
 	}
 	d.allowed = map[string]map[v1.DisruptionReason]int{}
+	d.disrupting = map[string]int{}
 	// emptyLimit is how many empty nodes each NodePool's budgets let go now with
 	// nothing else disrupting: none means its empty nodes wait for a schedule or a
 	// change of budget, not for the commands in flight.
 	emptyLimit := map[string]int{}
 	for name, p := range pools {
 		d.allowed[name] = map[v1.DisruptionReason]int{}
+		d.disrupting[name] = disrupting[name]
 		for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
 			d.allowed[name][r] = Allowed(p.NodePool.Spec.Disruption.Budgets, r, in.Now, total[name], disrupting[name])
 		}

@@ -99,8 +99,14 @@ func TestNotReadyNodesCountAgainstBudget(t *testing.T) {
 	if got := dec.Allowed["default"][v1.DisruptionReasonEmpty]; got != 0 {
 		t.Errorf("allowed = %d, want 0", got)
 	}
+	if got := dec.Disrupting["default"]; got != 1 {
+		t.Errorf("nodes consuming the budget = %d, want 1 (the NotReady one)", got)
+	}
 	setReady(sick, corev1.ConditionTrue)
 	c.uninitialize(sick)
+	if got := Decide(c.in).Disrupting["default"]; got != 0 {
+		t.Errorf("nodes consuming the budget = %d, want 0: a node not initialized and Ready takes none", got)
+	}
 	if cmd := Decide(c.in).Command; cmd == nil || !slices.Equal(names(cmd.Candidates), []string{empty.Node.Name}) {
 		t.Fatalf("a node not initialized takes no budget: want %s deleted, got %v", empty.Node.Name, cmd)
 	}

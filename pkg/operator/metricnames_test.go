@@ -67,9 +67,10 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_pods_eviction_requests_total":  {"code"},
 	"karpenter_pods_drained_total":            {"reason"},
 
-	"karpenter_nodepools_usage":               {"nodepool", "resource_type"},
-	"karpenter_nodepools_limit":               {"nodepool", "resource_type"},
-	"karpenter_nodepools_allowed_disruptions": {"nodepool", "reason"},
+	"karpenter_nodepools_usage":                   {"nodepool", "resource_type"},
+	"karpenter_nodepools_limit":                   {"nodepool", "resource_type"},
+	"karpenter_nodepools_allowed_disruptions":     {"nodepool", "reason"},
+	"karpenter_nodepools_nodes_consuming_budgets": {"nodepool", "reason"},
 
 	"karpenter_voluntary_disruption_decisions_total":                      {"decision", "reason", "consolidation_type"},
 	"karpenter_voluntary_disruption_eligible_nodes":                       {"reason"},

@@ -166,6 +166,7 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 	for pool, byReason := range dec.Allowed {
 		for r, n := range byReason {
 			AllowedDisruptions.WithLabelValues(pool, metricReason(r)).Set(float64(min(n, 1<<20)))
+			NodesConsumingBudgets.WithLabelValues(pool, metricReason(r)).Set(float64(dec.Disrupting[pool]))
 		}
 	}
 	c.report(ctx, dec)

@@ -43,6 +43,13 @@ var (
 		Name: "karpenter_nodepools_allowed_disruptions",
 		Help: "How many more nodes each NodePool's budgets allow to be disrupted now, by reason.",
 	}, []string{"nodepool", "reason"})
+	// NodesConsumingBudgets is, per NodePool, the nodes counted against its
+	// budgets in the last pass; Karpenter sets it for every reason, the count being
+	// the same for each.
+	NodesConsumingBudgets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_nodepools_nodes_consuming_budgets",
+		Help: "The number of nodes consuming the budget of a nodepool at a point in time (being deleted or disrupted, or NotReady), by NodePool and reason.",
+	}, []string{"nodepool", "reason"})
 	EvaluationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
 		Help:    "Time one disruption pass spends deciding, by the reason and consolidation type of the command it decided on (empty when none).",
@@ -56,7 +63,7 @@ var (
 
 // Collectors are the package's metrics, for the operator to register.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{Decisions, DecisionsByNodePool, FailedValidations, EligibleNodes, AllowedDisruptions, EvaluationDuration, QueueFailures}
+	return []prometheus.Collector{Decisions, DecisionsByNodePool, FailedValidations, EligibleNodes, AllowedDisruptions, NodesConsumingBudgets, EvaluationDuration, QueueFailures}
 }
 
 // countDecision counts a command carried out: once in all, and once for each

@@ -112,3 +112,53 @@ func TestFailedValidationsAndDecisionsByNodePool(t *testing.T) {
 		t.Errorf("decisions_by_nodepool_total{nodepool=validated} = %v, want 1", got)
 	}
 }
+
+// A NotReady node consumes its NodePool's budget: each pass reports it for every
+// reason, beside the budget left, as Karpenter does.
+func TestNodesConsumingBudgets(t *testing.T) {
+	kube, reader := manager(t)
+	ctx := t.Context()
+	pool := testobj.NodePool("consuming", testobj.Budgets("100%"))
+	if err := kube.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, name := range []string{"steady", "sick"} {
+			_ = kube.Delete(context.Background(), &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}})
+			_ = kube.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
+	node(t, kube, "steady", "consuming", simClass)
+	node(t, kube, "sick", "consuming", simClass)
+	sick := &corev1.Node{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: "sick"}, sick); err != nil {
+		t.Fatal(err)
+	}
+	sick.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+	if err := kube.Status().Update(ctx, sick); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cache holds both claims initialized and the sick node NotReady", func() bool {
+		for _, name := range []string{"steady", "sick"} {
+			nc := &v1.NodeClaim{}
+			if kube.Get(ctx, client.ObjectKey{Name: name}, nc) != nil || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionTypeInitialized) {
+				return false
+			}
+		}
+		n := &corev1.Node{}
+		return kube.Get(ctx, client.ObjectKey{Name: "sick"}, n) == nil && len(n.Status.Conditions) == 1 && n.Status.Conditions[0].Status == corev1.ConditionFalse
+	})
+	types := schedtest.SyntheticTypes(4)
+	c := NewController(kube, reader, state.New(kube), fake.New(types),
+		func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil },
+		record.NewFakeRecorder(100), clock.RealClock{}, Options{ReplacementTimeout: time.Minute}, nil)
+	if _, err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	for _, reason := range []string{"empty", "drifted", "underutilized"} {
+		if got := testutil.ToFloat64(NodesConsumingBudgets.WithLabelValues("consuming", reason)); got != 1 {
+			t.Errorf("karpenter_nodepools_nodes_consuming_budgets{nodepool=consuming, reason=%s} = %v, want 1 (the NotReady node)", reason, got)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,12 +56,6 @@ type nominations map[k8stypes.UID]nomination
 // already, and what is left is planned into the room truly left.
 func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now time.Time) ([]*corev1.Pod, lapses) {
 	nodes := claimNodes(in, claims)
-	var registered []*scheduling.Node
-	for _, node := range in.Nodes {
-		if !node.Launching {
-			registered = append(registered, node)
-		}
-	}
 	byName := map[string]*v1.NodeClaim{}
 	for _, nc := range claims {
 		byName[nc.Name] = nc
@@ -71,7 +66,15 @@ func (n nominations) reserve(in *scheduling.Input, claims []*v1.NodeClaim, now t
 	coming := false
 	for i, pod := range in.Pods {
 		pending[pod.UID] = true
-		outcomes[i] = n.wait(pod, byName, nodes, registered, now, &lapsed)
+		outcomes[i] = n.wait(pod, byName, nodes, now, &lapsed)
+	}
+	// With every waiting pod on its node, those whose spread bars them there for
+	// good give up their room.
+	for i, pod := range in.Pods {
+		if outcomes[i] == waits && n.barredBySpread(pod, byName, nodes, in.Nodes) {
+			outcomes[i] = roomTaken
+			lapsed.RoomTaken++
+		}
 		coming = coming || outcomes[i] == waits
 	}
 	out := in.Pods[:0:0]
@@ -144,9 +147,7 @@ type lapses struct {
 
 func (l lapses) any() bool { return l.ClaimGone+l.Grace+l.RoomTaken+l.Released > 0 }
 
-// wait is what becomes of pod's nomination; registered are the nodes the
-// kube-scheduler sees.
-func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, registered []*scheduling.Node, now time.Time, lapsed *lapses) outcome {
+func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, now time.Time, lapsed *lapses) outcome {
 	nom, ok := n[pod.UID]
 	if !ok {
 		return toPlan
@@ -166,7 +167,7 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 		if up.LastTransitionTime.After(since) {
 			since = up.LastTransitionTime.Time
 		}
-		if !fits(node, pod) || !spreadAdmits(registered, node, pod) {
+		if !fits(node, pod) {
 			lapsed.RoomTaken++
 			return roomTaken
 		}
@@ -178,6 +179,20 @@ func (n nominations) wait(pod *corev1.Pod, claims map[string]*v1.NodeClaim, node
 	}
 	node.Pods = append(node.Pods, pod)
 	return waits
+}
+
+// barredBySpread reports a pod waiting on its claim's node, up, that its hard
+// topology spread bars there even once every waiting pod has landed where
+// planned (the kube-scheduler put a peer planned elsewhere in this zone, say); it
+// is taken off the node, whose room it no longer holds.
+func (n nominations) barredBySpread(pod *corev1.Pod, claims map[string]*v1.NodeClaim, nodes map[string]*scheduling.Node, all []*scheduling.Node) bool {
+	claim := n[pod.UID].claim
+	nc, node := claims[claim], nodes[claim]
+	if nc == nil || node == nil || !claimUp(nc) || spreadAdmits(all, node, pod) {
+		return false
+	}
+	node.Pods = slices.DeleteFunc(node.Pods, func(p *corev1.Pod) bool { return p.UID == pod.UID })
+	return true
 }
 
 // nominate records that pod waits for claim, from now.

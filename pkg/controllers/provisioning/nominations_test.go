@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -402,9 +403,11 @@ func TestPodsPlacedAfterOthersDoNotHoldTheRelease(t *testing.T) {
 }
 
 // A pod whose planned node is up with room, but whose hard zone spread the
-// kube-scheduler would not let onto it (the other zone's node is full of pods
-// that could go anywhere), is planned for at once when no other pod waits,
-// rather than after NominationGrace; with the other zone's tenant placed, it waits.
+// kube-scheduler would not let onto it even once the pods waiting for other nodes
+// have landed (the other zone's node is full of pods that could go anywhere), is
+// planned for at once when no other pod waits, rather than after
+// NominationGrace. With the other zone's tenant placed, or on its way to a node
+// launching there, it waits.
 func TestSpreadBarringThePlannedNodeTakesTheRoom(t *testing.T) {
 	tenant := func(name string) *corev1.Pod {
 		p := pod(name, "100m")
@@ -418,17 +421,24 @@ func TestSpreadBarringThePlannedNodeTakesTheRoom(t *testing.T) {
 		n.Node.Labels = map[string]string{corev1.LabelTopologyZone: zone, corev1.LabelHostname: n.Node.Name}
 		return n
 	}
+	inZoneB := func(nc *v1.NodeClaim) {
+		nc.Spec.Requirements = append(nc.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
+			Key: corev1.LabelTopologyZone, Operator: v1.NodeSelectorOpIn, Values: []string{"b"}})
+	}
 	claims := []*v1.NodeClaim{
 		claim("ca", "2", registered("sim:///a/i-a", "i-a"), initialized(t0)),
 		claim("cb", "2", registered("sim:///b/i-b", "i-b"), initialized(t0)),
+		claim("cb2", "2", inZoneB), // launching in zone b
 	}
 	for _, tt := range []struct {
 		name      string
 		zoneB     []*corev1.Pod
+		peer      bool // a tenant waits for cb2
 		wantPlans bool
 	}{
-		{"zone b full of others: the spread bars zone a", []*corev1.Pod{pod("other", "1900m")}, true},
-		{"zone b has its tenant: the pod waits on its node", []*corev1.Pod{pod("other", "1"), tenant("t-b")}, false},
+		{"zone b full of others: the spread bars zone a", []*corev1.Pod{pod("other", "1900m")}, false, true},
+		{"zone b has its tenant: the pod waits on its node", []*corev1.Pod{pod("other", "1"), tenant("t-b")}, false, false},
+		{"zone b's tenant is on its way: the pod waits on its node", []*corev1.Pod{pod("other", "1900m")}, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := tenant("s")
@@ -438,10 +448,21 @@ func TestSpreadBarringThePlannedNodeTakesTheRoom(t *testing.T) {
 			}
 			n := nominations{}
 			n.nominate(s, "ca", t0)
-			plan, lapsed := n.reserve(input(claims, nodes, s), claims, t0.Add(time.Second))
+			pending := []*corev1.Pod{s}
+			if tt.peer {
+				p := tenant("p")
+				n.nominate(p, "cb2", t0)
+				pending = append(pending, p)
+			}
+			in := input(claims, nodes, pending...)
+			plan, lapsed := n.reserve(in, claims, t0.Add(time.Second))
 			planned := len(plan) == 1 && plan[0].Name == "s"
 			if planned != tt.wantPlans {
 				t.Errorf("to plan %v, lapses %+v; want s planned: %v", names(plan), lapsed, tt.wantPlans)
+			}
+			held := slices.ContainsFunc(claimNodes(in, claims)["ca"].Pods, func(p *corev1.Pod) bool { return p.Name == "s" })
+			if held == tt.wantPlans {
+				t.Errorf("s holds room on its node: %v, want %v", held, !tt.wantPlans)
 			}
 			if tt.wantPlans && lapsed.RoomTaken != 1 {
 				t.Errorf("lapses %+v, want one room taken", lapsed)

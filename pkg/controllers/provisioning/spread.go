@@ -10,17 +10,18 @@ import (
 )
 
 // spreadAdmits reports whether the kube-scheduler's topology spread filter lets pod
-// onto node as the cluster stands: for each hard constraint (DoNotSchedule), the
-// pods bound to the registered nodes that match its selector in the pod's
-// namespace, counted per domain over the nodes the pod may use (its node selector
-// and required node affinity unless nodeAffinityPolicy is Ignore; untolerated
-// taints when nodeTaintsPolicy is Honor) that carry every key of its constraints,
-// and the node's domain may not exceed the smallest by more than maxSkew.
+// onto node once the pods on nodes (bound, and waiting for their planned node,
+// launching or up) are all in place: for each hard constraint (DoNotSchedule), the
+// pods that match its selector in the pod's namespace, counted per domain over the
+// nodes the pod may use (its node selector and required node affinity unless
+// nodeAffinityPolicy is Ignore; untolerated taints when nodeTaintsPolicy is Honor)
+// that carry every key of its constraints, and the node's domain may not exceed
+// the smallest by more than maxSkew. The pod itself is not counted where it waits.
 //
-// A pod waiting on its planned node, up and with room, that the spread bars there
-// (another zone's nodes filled with pods that could go anywhere, say) would
-// otherwise wait out NominationGrace before it is planned again.
-func spreadAdmits(registered []*scheduling.Node, node *scheduling.Node, pod *corev1.Pod) bool {
+// Checked against the cluster as it stands, a pod whose peers in another zone are
+// still on their way would be barred only for now; counted as they are planned,
+// a bar is one their landing will not lift.
+func spreadAdmits(nodes []*scheduling.Node, node *scheduling.Node, pod *corev1.Pod) bool {
 	var hard []corev1.TopologySpreadConstraint
 	for _, c := range pod.Spec.TopologySpreadConstraints {
 		if c.WhenUnsatisfiable == corev1.DoNotSchedule {
@@ -41,12 +42,12 @@ func spreadAdmits(registered []*scheduling.Node, node *scheduling.Node, pod *cor
 			return true // the API server validates selectors; leave the judgement to the solver
 		}
 		counts := map[string]int32{}
-		for _, n := range registered {
+		for _, n := range nodes {
 			if !counted(n.Node, hard, c, affinity, pod) {
 				continue
 			}
 			d := n.Node.Labels[c.TopologyKey]
-			counts[d] += matching(n.Pods, pod.Namespace, sel)
+			counts[d] += matching(n.Pods, pod, sel)
 		}
 		if _, ok := counts[domain]; !ok {
 			counts[domain] = 0
@@ -94,12 +95,12 @@ func counted(n *corev1.Node, hard []corev1.TopologySpreadConstraint, c corev1.To
 	return true
 }
 
-// matching counts the pods the kube-scheduler counts for a spread: bound, not
-// terminating, not finished, in ns, selected.
-func matching(pods []*corev1.Pod, ns string, sel labels.Selector) int32 {
+// matching counts the pods the kube-scheduler counts for pod's spread: not
+// terminating, not finished, in its namespace, selected; not pod itself.
+func matching(pods []*corev1.Pod, pod *corev1.Pod, sel labels.Selector) int32 {
 	var k int32
 	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || scheduling.IsTerminal(p) || p.Namespace != ns {
+		if p.UID == pod.UID || p.DeletionTimestamp != nil || scheduling.IsTerminal(p) || p.Namespace != pod.Namespace {
 			continue
 		}
 		if sel.Matches(labels.Set(p.Labels)) {

@@ -29,5 +29,5 @@ var (
 
 // Collectors are the shared metrics, for the operator to register once.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{NodeClaimsCreated, NodeClaimsDisrupted}
+	return []prometheus.Collector{NodeClaimsCreated, NodeClaimsDisrupted, PodSchedulingDecisionDuration}
 }

@@ -67,6 +67,13 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_pods_eviction_requests_total":  {"code"},
 	"karpenter_pods_drained_total":            {"reason"},
 
+	"karpenter_pods_scheduling_decision_duration_seconds":           nil,
+	"karpenter_pods_provisioning_startup_duration_seconds":          nil,
+	"karpenter_pods_provisioning_bound_duration_seconds":            nil,
+	"karpenter_pods_provisioning_unstarted_time_seconds":            {"name", "namespace"},
+	"karpenter_pods_provisioning_unbound_time_seconds":              {"name", "namespace"},
+	"karpenter_pods_provisioning_scheduling_undecided_time_seconds": {"name", "namespace"},
+
 	"karpenter_nodepools_usage":                   {"nodepool", "resource_type"},
 	"karpenter_nodepools_limit":                   {"nodepool", "resource_type"},
 	"karpenter_nodepools_allowed_disruptions":     {"nodepool", "reason"},

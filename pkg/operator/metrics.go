@@ -10,10 +10,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -66,12 +68,30 @@ var (
 		"The time from pod creation until the pod is bound, for each pod not yet bound.", []string{"name", "namespace"}, nil)
 )
 
+// Karpenter's provisioning_* per-pod gauges, timed from the provisioner's first
+// sight of a pod or its first finding room for it (see metrics.PodTimes).
+var (
+	podProvisioningUnstartedTime = prometheus.NewDesc("karpenter_pods_provisioning_unstarted_time_seconds",
+		"The time from when the provisioner first found room for the pod until the pod is running (ready), for each such pod not yet.", []string{"name", "namespace"}, nil)
+	podProvisioningUnboundTime = prometheus.NewDesc("karpenter_pods_provisioning_unbound_time_seconds",
+		"The time from when the provisioner first found room for the pod until it binds, for each such pod not yet bound.", []string{"name", "namespace"}, nil)
+	podSchedulingUndecidedTime = prometheus.NewDesc("karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+		"The time since the provisioner first saw the pod pending, for each unbound pod it has not yet decided on.", []string{"name", "namespace"}, nil)
+)
+
+// TimePods has the pod metrics read the provisioner's times of each pod from t.
+// Call it before the pod informer starts.
+func (c *clusterCollector) TimePods(t *metrics.PodTimes) { c.pods.times = t }
+
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, f := range clusterFamilies {
 		ch <- f.desc
 	}
 	ch <- podUnstartedTime
 	ch <- podUnboundTime
+	ch <- podProvisioningUnstartedTime
+	ch <- podProvisioningUnboundTime
+	ch <- podSchedulingUndecidedTime
 }
 
 func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
@@ -119,11 +139,25 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	unstarted, unbound := c.pods.waiting()
 	for _, w := range []struct {
-		desc *prometheus.Desc
-		pods []waitingPod
-	}{{podUnstartedTime, unstarted}, {podUnboundTime, unbound}} {
+		desc, provisioning *prometheus.Desc
+		pods               []waitingPod
+	}{{podUnstartedTime, podProvisioningUnstartedTime, unstarted}, {podUnboundTime, podProvisioningUnboundTime, unbound}} {
 		for _, p := range w.pods {
 			ch <- prometheus.MustNewConstMetric(w.desc, prometheus.GaugeValue, now.Sub(p.created).Seconds(), p.name, p.namespace)
+			if room := c.pods.times.Get(p.key()).Schedulable; !room.IsZero() {
+				ch <- prometheus.MustNewConstMetric(w.provisioning, prometheus.GaugeValue, now.Sub(room).Seconds(), p.name, p.namespace)
+			}
+		}
+	}
+	// A pod bound (by the kube-scheduler, to room that came) before the
+	// provisioner decided on it is no longer undecided, as Karpenter reports it.
+	notBound := make(map[types.NamespacedName]bool, len(unbound))
+	for _, p := range unbound {
+		notBound[p.key()] = true
+	}
+	for pod, acked := range c.pods.times.Undecided() {
+		if notBound[pod] {
+			ch <- prometheus.MustNewConstMetric(podSchedulingUndecidedTime, prometheus.GaugeValue, now.Sub(acked).Seconds(), pod.Name, pod.Namespace)
 		}
 	}
 }
@@ -134,6 +168,10 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 // durations of the pods it saw pending.
 type podTracker struct {
 	now func() time.Time
+
+	// times are the provisioner's times of each pod (see metrics.PodTimes); nil
+	// when no provisioner records them.
+	times *metrics.PodTimes
 
 	mu   sync.Mutex
 	pods map[string]*podInfo
@@ -146,6 +184,10 @@ type podTracker struct {
 type waitingPod struct {
 	name, namespace string
 	created         time.Time
+}
+
+func (w waitingPod) key() types.NamespacedName {
+	return types.NamespacedName{Namespace: w.namespace, Name: w.name}
 }
 
 func newPodTracker(now func() time.Time) *podTracker {
@@ -166,6 +208,9 @@ func (p *podTracker) OnDelete(obj any) {
 	delete(p.pods, key)
 	delete(p.unstarted, key)
 	delete(p.unbound, key)
+	if ns, name, err := toolscache.SplitMetaNamespaceKey(key); err == nil {
+		p.times.Forget(types.NamespacedName{Namespace: ns, Name: name})
+	}
 }
 
 func (p *podTracker) observe(obj any) {
@@ -175,6 +220,8 @@ func (p *podTracker) observe(obj any) {
 	}
 	key := pod.Namespace + "/" + pod.Name
 	info := newPodInfo(pod)
+	nn := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	room := p.times.Get(nn).Schedulable
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pods[key] = info
@@ -183,6 +230,9 @@ func (p *podTracker) observe(obj any) {
 	started, ok := startupDuration(pod, seenPending)
 	if ok {
 		podStartupDuration.Observe(started.Seconds())
+		if !room.IsZero() {
+			podProvisioningStartupDuration.Observe(pod.CreationTimestamp.Add(started).Sub(room).Seconds())
+		}
 	}
 	// A pod seen pending stays unstarted until it is ready or finished: running
 	// but not yet ready, it is still starting, as Karpenter times it.
@@ -195,11 +245,18 @@ func (p *podTracker) observe(obj any) {
 	_, seenUnbound := p.unbound[key]
 	if d, ok := boundDuration(pod, seenUnbound); ok {
 		podBoundDuration.Observe(d.Seconds())
+		if !room.IsZero() {
+			podProvisioningBoundDuration.Observe(pod.CreationTimestamp.Add(d).Sub(room).Seconds())
+		}
 	}
 	if info.Node == "" && !info.Terminal {
 		p.unbound[key] = w
 	} else {
 		delete(p.unbound, key)
+	}
+	// Started or finished, the pod is done with the provisioner's times.
+	if ok || info.Terminal {
+		p.times.Forget(nn)
 	}
 }
 

@@ -43,6 +43,7 @@ import (
 	"github.com/nodetailor/tailor/pkg/controllers/termination"
 	"github.com/nodetailor/tailor/pkg/disruption"
 	"github.com/nodetailor/tailor/pkg/events"
+	tailormetrics "github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -219,6 +220,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	podTimes := tailormetrics.NewPodTimes()
+	collector.TimePods(podTimes)
 	collector.leading = func() bool {
 		select {
 		case <-mgr.Elected():
@@ -243,7 +246,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		release = release.WithoutHold()
 	}
 	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, pacedEvents, clk,
-		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling}).OrderReleases(release).ReadEventsWith(mgr.GetAPIReader())
+		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling}).OrderReleases(release).ReadEventsWith(mgr.GetAPIReader()).
+		TimePodsWith(podTimes)
 
 	opts.Disruption.SpotToSpotConsolidation = opts.FeatureGates.SpotToSpotConsolidation
 	opts.Disruption.Scheduling = opts.Scheduling

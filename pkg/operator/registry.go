@@ -29,6 +29,18 @@ var (
 		Help:    "The time from pod creation until the pod is bound, for pods seen unbound.",
 		Buckets: metrics.DurationBuckets(),
 	})
+	// Timed from when the provisioner first found room for the pod (see
+	// metrics.PodTimes), as Karpenter's alpha provisioning_ families are.
+	podProvisioningStartupDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "karpenter_pods_provisioning_startup_duration_seconds",
+		Help:    "The time from when the provisioner first found room for the pod until the pod is running (ready).",
+		Buckets: metrics.DurationBuckets(),
+	})
+	podProvisioningBoundDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "karpenter_pods_provisioning_bound_duration_seconds",
+		Help:    "The time from when the provisioner first found room for the pod until it binds.",
+		Buckets: metrics.DurationBuckets(),
+	})
 )
 
 // stamp is the version and commit SetBuild set; nil until it is called.
@@ -80,7 +92,8 @@ func buildInfo() prometheus.Collector {
 // list (the cloud provider's, made with its decorator, and the cluster collector
 // are registered where they are made).
 func metricCollectors() []prometheus.Collector {
-	out := []prometheus.Collector{buildInfo(), podStartupDuration, podBoundDuration, interruption.Received}
+	out := []prometheus.Collector{buildInfo(), podStartupDuration, podBoundDuration, podProvisioningStartupDuration, podProvisioningBoundDuration,
+		interruption.Received}
 	for _, cs := range [][]prometheus.Collector{metrics.Collectors(), provisioning.Collectors(), lifecycle.Collectors(), termination.Collectors(),
 		disruption.Collectors(), health.Collectors(), awscloud.InterruptionCollectors()} {
 		out = append(out, cs...)

@@ -73,6 +73,8 @@ func (c *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if state.Provisionable(pod) {
 		c.provisioner.TriggerFor(pod.UID)
+		// Seen pending: the pod metrics time its wait for a decision from now.
+		c.provisioner.times.Ack(req.NamespacedName, c.provisioner.clock.Now())
 	}
 	return reconcile.Result{}, nil
 }

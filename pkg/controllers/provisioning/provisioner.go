@@ -98,6 +98,16 @@ type Provisioner struct {
 	// events reads the FailedCreate events of pending pods' owners (see
 	// canCome); nil reads none.
 	events client.Reader
+	// times records when pending pods were first seen and decided on, for the
+	// pod metrics; nil records nothing.
+	times *metrics.PodTimes
+}
+
+// TimePodsWith has the provisioner record in t when it first sees each pending
+// pod and when it first decides on it (see metrics.PodTimes).
+func (p *Provisioner) TimePodsWith(t *metrics.PodTimes) *Provisioner {
+	p.times = t
+	return p
 }
 
 // ReadEventsWith has the provisioner read owners' events through r: an uncached
@@ -355,6 +365,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		r := refusedPools[pool]
 		refusedPools[pool] = refusal{why: cmp.Or(r.why, why), pods: r.pods + len(plan.NewNodes[i].Pods)}
 	}
+	p.recordDecisions(plan, refused, solved)
 	for i, nc := range created {
 		if nc == nil {
 			continue
@@ -392,6 +403,32 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	// Wait for the claims created even when others failed: the next plan must
 	// count them.
 	return errors.Join(err, p.waitForCache(ctx, created))
+}
+
+// recordDecisions records the plan's decision on each pod (see
+// metrics.PodTimes): room found on a node up or in flight, or on a new node (even
+// if writing its claim failed, as Karpenter decides before it creates), or none:
+// no NodePool can take it, or its new node was refused at a limit.
+func (p *Provisioner) recordDecisions(plan *scheduling.Plan, refused []string, at time.Time) {
+	if p.times == nil {
+		return
+	}
+	decide := func(pod *corev1.Pod, room bool) {
+		if !isExpected(pod) {
+			p.times.Decide(client.ObjectKeyFromObject(pod), room, at)
+		}
+	}
+	for _, b := range plan.Bindings {
+		decide(b.Pod, true)
+	}
+	for i, n := range plan.NewNodes {
+		for _, pod := range n.Pods {
+			decide(pod, refused[i] == "")
+		}
+	}
+	for _, f := range plan.Unschedulable {
+		decide(f.Pod, false)
+	}
 }
 
 // observeReleases tells the release order which claims are settled: up, with no

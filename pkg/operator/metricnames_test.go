@@ -101,6 +101,8 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_cloudprovider_instance_type_offering_available":      {"instance_type", "capacity_type", "zone"},
 	"karpenter_cloudprovider_instance_type_cpu_cores":               {"instance_type"},
 	"karpenter_cloudprovider_instance_type_memory_bytes":            {"instance_type"},
+	"karpenter_cloudprovider_instance_launch_failures_total":        {"zone", "zone_id", "capacity_type", "reason"},
+	"karpenter_cloudprovider_instance_termination_failures_total":   {"zone", "zone_id"},
 
 	"operator_nodeclaim_status_condition_count":                  {"group", "namespace", "name", "type", "status", "reason"},
 	"operator_nodeclaim_status_condition_current_status_seconds": {"group", "namespace", "name", "type", "status", "reason"},

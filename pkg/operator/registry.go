@@ -95,7 +95,7 @@ func metricCollectors() []prometheus.Collector {
 	out := []prometheus.Collector{buildInfo(), podStartupDuration, podBoundDuration, podProvisioningStartupDuration, podProvisioningBoundDuration,
 		interruption.Received}
 	for _, cs := range [][]prometheus.Collector{metrics.Collectors(), provisioning.Collectors(), lifecycle.Collectors(), termination.Collectors(),
-		disruption.Collectors(), health.Collectors(), awscloud.InterruptionCollectors()} {
+		disruption.Collectors(), health.Collectors(), awscloud.InterruptionCollectors(), awscloud.CloudProviderCollectors()} {
 		out = append(out, cs...)
 	}
 	return out

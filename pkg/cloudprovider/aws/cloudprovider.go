@@ -553,6 +553,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 		}
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", claim.Name, err)
 	}
+	countLaunchFailures(out, plan, nc)
 	launched, ice, err := ReadFleet(out, plan)
 	c.unavailable.Mark(ice...)
 	if SpotRoleMissing(out) {
@@ -842,6 +843,7 @@ func (c *CloudProvider) Delete(ctx context.Context, claim *v1.NodeClaim) error {
 		return nil
 	}
 	if _, err := c.aws.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+		terminationFailures.WithLabelValues(inst.Zone, inst.ZoneID).Inc()
 		if errorCode(err) == "InvalidInstanceID.NotFound" {
 			return &cloudprovider.NodeClaimNotFoundError{ProviderID: providerID}
 		}

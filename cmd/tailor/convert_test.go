@@ -25,10 +25,14 @@ import (
 	"github.com/nodetailor/tailor/internal/testenv"
 )
 
-// kube reaches the API server the convert tests apply their output to.
-var kube client.Client
+// kube reaches the API server the convert tests apply their output to, and
+// kubeconfig is its admin kubeconfig, for commands that read a live cluster.
+var (
+	kube       client.Client
+	kubeconfig string
+)
 
-func TestMain(m *testing.M) { os.Exit(testenv.RunWithAPIServer(m, &kube)) }
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithKubeconfig(m, &kube, &kubeconfig)) }
 
 var update = flag.Bool("update", false, "rewrite the convert golden files from the current output")
 

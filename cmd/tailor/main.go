@@ -2,6 +2,8 @@
 //
 //	tailor controller  run the autoscaler against a cluster
 //	tailor convert     turn Karpenter's older APIs into v1 NodePools and EC2NodeClasses
+//	tailor cost        what the live cluster costs, per node and by NodePool, namespace or workload
+//	tailor explain     why a pod is pending or a node exists and stays, from the live cluster
 //	tailor sandbox     a local cluster with Tailor: up, down, status, demo
 //	tailor simulate    plan nodes for manifests, offline
 //	tailor version     print the version
@@ -112,6 +114,8 @@ Exit codes: 0 success, 1 the command failed, 2 a usage error,
 	root.AddCommand(
 		newControllerCommand(osEnvironment, func(opts operator.Options) error { return failed(runController(opts, s.err)) }),
 		newConvertCommand(s, func(o *convertOptions) error { return failed(runConvert(o, s)) }),
+		newCostCommand(s),
+		newExplainCommand(s),
 		newSandboxCommand(s),
 		newSimulateCommand(s, func(o *simulateOptions) error { return runSimulateCommand(o, s) }),
 		newVersionCommand(s),

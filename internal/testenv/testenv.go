@@ -59,12 +59,18 @@ func BuildTailor(t *testing.T) string {
 // scheduler, controller-manager or kwok): it starts one, sets *kube to a client of
 // it, runs the tests and stops it, and returns the exit code.
 func RunWithAPIServer(m *testing.M, kube *client.Client) int {
-	_, k, stop, err := Start(localcluster.Options{})
+	return RunWithKubeconfig(m, kube, new(string))
+}
+
+// RunWithKubeconfig is RunWithAPIServer that also sets *kubeconfig to the path of
+// the server's admin kubeconfig, for tests that run tailor's commands against it.
+func RunWithKubeconfig(m *testing.M, kube *client.Client, kubeconfig *string) int {
+	cluster, k, stop, err := Start(localcluster.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer stop()
-	*kube = k
+	*kube, *kubeconfig = k, cluster.Kubeconfig
 	return m.Run()
 }

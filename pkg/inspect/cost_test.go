@@ -37,7 +37,7 @@ func TestSharesByUsage(t *testing.T) {
 			idle: 0.115 - 1.5*cpuRate - 2*memRate},
 		{name: "usage over capacity", usage: map[string]corev1.ResourceList{"default/a": usage("3", "1Gi")},
 			// 3.5 cores and 2 GiB charged, $0.1410 > $0.115: scaled to the price.
-			want: map[string]float64{"a": (3*cpuRate + memRate) * 0.115 / (3.5*cpuRate + 2*memRate), "b": (0.5*cpuRate + memRate) * 0.115 / (3.5*cpuRate + 2*memRate)},
+			want:    map[string]float64{"a": (3*cpuRate + memRate) * 0.115 / (3.5*cpuRate + 2*memRate), "b": (0.5*cpuRate + memRate) * 0.115 / (3.5*cpuRate + 2*memRate)},
 			byUsage: map[string]bool{"a": true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -83,6 +83,7 @@ func Read(ctx context.Context, kube client.Client, opts Options) (*Cluster, erro
 		opts.Now = time.Now()
 	}
 	objs := &state.Objects{}
+	var notes []string
 	var pods corev1.PodList
 	var nodes corev1.NodeList
 	var claims v1.NodeClaimList
@@ -99,6 +100,11 @@ func Read(ctx context.Context, kube client.Client, opts Options) (*Cluster, erro
 			if meta.IsNoMatchError(err) && (list == client.ObjectList(&claims) || list == client.ObjectList(&pools)) {
 				continue // no Karpenter API installed: every node is unmanaged
 			}
+			if apierrors.IsForbidden(err) && list != client.ObjectList(&pods) && list != client.ObjectList(&nodes) {
+				// The user's RBAC hides it: answer without it, and say so.
+				notes = append(notes, fmt.Sprintf("%s could not be listed (forbidden): the answers leave them out", kindOf(list)))
+				continue
+			}
 			return nil, fmt.Errorf("listing %s: %w", kindOf(list), err)
 		}
 	}
@@ -106,7 +112,7 @@ func Read(ctx context.Context, kube client.Client, opts Options) (*Cluster, erro
 	objs.DaemonSets, objs.PersistentVolumeClaims, objs.PersistentVolumes = pointers(daemonSets.Items), pointers(pvcs.Items), pointers(pvs.Items)
 	objs.StorageClasses, objs.CSINodes, objs.Namespaces, objs.PodDisruptionBudgets = pointers(classes.Items), pointers(csiNodes.Items), pointers(namespaces.Items), pointers(pdbs.Items)
 
-	c := &Cluster{Objects: objs, Now: opts.Now, kube: kube, pools: map[string]*scheduling.NodePool{}}
+	c := &Cluster{Objects: objs, Now: opts.Now, Notes: notes, kube: kube, pools: map[string]*scheduling.NodePool{}}
 	embedded, err := catalog.EmbeddedAWSUSEast1()
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -178,7 +177,7 @@ func readUsage(ctx context.Context, kube client.Reader) (map[string]corev1.Resou
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(PodMetricsGVK)
 	if err := kube.List(ctx, list); err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || errors.Is(err, &meta.NoResourceMatchError{}) {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			return nil, "metrics.k8s.io is not served (no metrics-server): pods are counted by their requests"
 		}
 		return nil, fmt.Sprintf("metrics.k8s.io could not be read (%v): pods are counted by their requests", err)

@@ -113,6 +113,13 @@ var karpenterMetrics = map[string][]string{
 	"operator_node_status_condition_count":                       {"group", "namespace", "name", "type", "status", "reason"},
 	"operator_node_status_condition_current_status_seconds":      {"group", "namespace", "name", "type", "status", "reason"},
 	"operator_node_termination_current_time_seconds":             {"group", "namespace", "name"},
+
+	"operator_nodeclaim_status_condition_transitions_total":  {"type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
+	"operator_nodeclaim_status_condition_transition_seconds": {"type", "status", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
+	"operator_nodeclaim_termination_duration_seconds":        {"karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
+	"operator_nodepool_status_condition_transitions_total":   {"type", "status", "reason"},
+	"operator_nodepool_status_condition_transition_seconds":  {"type", "status"},
+	"operator_nodepool_termination_duration_seconds":         nil,
 }
 
 // tailorMetrics are Tailor's own families, for what Karpenter has no metric.

@@ -16,6 +16,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -232,6 +233,20 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	}
 	if err := metrics.Registry.Register(collector); err != nil {
 		return err
+	}
+	// The leader counts status-condition transitions as the informers show them.
+	for _, w := range []struct {
+		kind client.Object
+		to   *conditionTransitions
+	}{{&v1.NodePool{}, nodePoolConditions}, {&v1.NodeClaim{}, nodeClaimConditions}} {
+		informer, err := mgr.GetCache().GetInformer(ctx, w.kind)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", w.kind, err)
+		}
+		w.to.leading = collector.leading
+		if _, err := informer.AddEventHandler(w.to); err != nil {
+			return fmt.Errorf("following %T for the status-condition metrics: %w", w.kind, err)
+		}
 	}
 	// The provisioner records an event per pod it plans for, a thousand at once in a
 	// large batch, and the lifecycle two per claim (Launched, Registered), hundreds

@@ -11,7 +11,11 @@
 # NAME is etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok (with its
 # stage configs), controller-gen or eks-node-referee (the fake AWS's judge of whether
 # a node would join: hack/eksnode); control-plane is the five the sandbox, `make demo`
-# and the end-to-end tests run; all (the default) is every one.
+# and the end-to-end tests run; all (the default) is every one of these.
+# karpenter-kwok (Karpenter's kwok controller from hack/karpenter, with Karpenter's
+# CRDs in bin/karpenter-crds, for the side-by-side benchmark: test/sidebyside) is
+# built only when named: it is not in all, so neither `make tools` nor `make test`
+# spends its build.
 #
 # The four control-plane binaries share most of their packages (2,442 in all, against
 # 6,216 counted binary by binary); the missing ones are built by one `go build`, which
@@ -42,6 +46,7 @@ K8S_COLD_SECONDS=205 K8S_PACKAGES=2442 K8S_LINK_SECONDS=10
 KWOK_COLD_SECONDS=56 KWOK_PACKAGES=719 KWOK_LINK_SECONDS=3
 CONTROLLER_GEN_COLD_SECONDS=23 CONTROLLER_GEN_PACKAGES=155 CONTROLLER_GEN_LINK_SECONDS=3
 REFEREE_COLD_SECONDS=150 REFEREE_PACKAGES=900 REFEREE_LINK_SECONDS=5
+KARPENTER_COLD_SECONDS=170 KARPENTER_PACKAGES=1009 KARPENTER_LINK_SECONDS=5
 # estimate COLD PACKAGES LINK TOTAL: the seconds a build compiling TOTAL packages takes.
 estimate() { echo $(($3 + ($1 - $3) * $4 / $2)); }
 
@@ -63,8 +68,8 @@ for arg in "$@"; do
   case $arg in
     all) want+="$k8s_tools kwok controller-gen eks-node-referee " ;;
     control-plane) want+="$k8s_tools kwok " ;;
-    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen | eks-node-referee) want+="$arg " ;;
-    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, eks-node-referee, control-plane or all)" >&2; exit 2 ;;
+    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen | eks-node-referee | karpenter-kwok) want+="$arg " ;;
+    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, eks-node-referee, karpenter-kwok, control-plane or all)" >&2; exit 2 ;;
   esac
 done
 wants() { case $want in *" $1 "*) return 0 ;; esac; return 1; }
@@ -146,6 +151,10 @@ wants kwok && { up_to_date kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" && ech
 # The referee is our own code in its own module: its pin is its sources.
 referee_pin=$(cat hack/eksnode/go.mod hack/eksnode/go.sum hack/eksnode/*.go hack/eksnode/internal/nocontainerd/go.mod | sha256sum | cut -c1-16)
 wants eks-node-referee && { up_to_date eks-node-referee "$referee_pin" && echo "tools: eks-node-referee is up to date" || todo_go+="eks-node-referee "; }
+# Karpenter's kwok controller: Karpenter at the version hack/karpenter pins, and our
+# small main around it.
+karpenter_pin=$(cat hack/karpenter/go.mod hack/karpenter/go.sum hack/karpenter/*.go | sha256sum | cut -c1-16)
+wants karpenter-kwok && { up_to_date karpenter-kwok "$karpenter_pin" && [ -f "$bin/karpenter-crds/.pin" ] && [ "$(cat "$bin/karpenter-crds/.pin")" = "$karpenter_pin" ] && echo "tools: karpenter-kwok is up to date" || todo_go+="karpenter-kwok "; }
 wants controller-gen && { up_to_date controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" && echo "tools: controller-gen is up to date" || todo_go+="controller-gen "; }
 
 if [ -n "$todo_k8s$todo_go" ]; then
@@ -223,6 +232,28 @@ if case $todo_go in *eks-node-referee*) true ;; *) false ;; esac; then
   mv -f "$work/eks-node-referee" "$bin/eks-node-referee"
   mark eks-node-referee "$referee_pin"
   echo "tools: built eks-node-referee in $(dur $((SECONDS - start)))"
+fi
+if case $todo_go in *karpenter-kwok*) true ;; *) false ;; esac; then
+  start=$SECONDS
+  echo "tools: building karpenter-kwok from hack/karpenter (sigs.k8s.io/karpenter's operator, controllers and kwok cloud provider) ..."
+  run "$work/karpenter-n.log" bash -c "cd hack/karpenter && CGO_ENABLED=0 exec go build -n -trimpath -ldflags=-s -o '$work/karpenter-kwok' ."
+  watch karpenter-kwok "$work/karpenter-n.log"
+  total=$(grep -c '/compile -o ' "$work/karpenter-n.log" || true)
+  cold=$(estimate $KARPENTER_COLD_SECONDS $KARPENTER_PACKAGES $KARPENTER_LINK_SECONDS "$total")
+  echo "tools: compiling karpenter-kwok: $total packages not in the Go build cache yet, usually ~$(dur "$cold") on 2 idle cores ..."
+  run "$work/karpenter.log" bash -c "cd hack/karpenter && CGO_ENABLED=0 exec go build -v -trimpath -ldflags=-s -o '$work/karpenter-kwok' ."
+  watch karpenter-kwok "$work/karpenter.log" "$cold" "$total"
+  # Karpenter's CRDs (karpenter.sh NodePool, NodeClaim, NodeOverlay) and kwok's
+  # KWOKNodeClass, from the same module version.
+  dir=$(cd hack/karpenter && go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)
+  [ -n "$dir" ] || { echo "tools: cannot locate sigs.k8s.io/karpenter in the module cache" >&2; exit 1; }
+  rm -rf "$bin/karpenter-crds"; mkdir -p "$bin/karpenter-crds"
+  cp "$dir"/pkg/apis/crds/karpenter.sh_*.yaml "$dir"/kwok/apis/crds/*.yaml "$bin/karpenter-crds/"
+  chmod -R u+w "$bin/karpenter-crds"
+  printf '%s' "$karpenter_pin" > "$bin/karpenter-crds/.pin"
+  mv -f "$work/karpenter-kwok" "$bin/karpenter-kwok"
+  mark karpenter-kwok "$karpenter_pin"
+  echo "tools: built karpenter-kwok in $(dur $((SECONDS - start)))"
 fi
 case $todo_go in *controller-gen*) install_at controller-gen "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" $CONTROLLER_GEN_COLD_SECONDS $CONTROLLER_GEN_PACKAGES $CONTROLLER_GEN_LINK_SECONDS ;; esac
 

@@ -41,6 +41,11 @@ func bootAL2023(n Node) (*kubeletBoot, error) {
 	}
 	base := nodeadmKubeletConfig(cfg.Spec.Cluster.CIDR, n.VCPUs, maxPods)
 	b := &kubeletBoot{flags: []string{"--cloud-provider=external"}, warnings: warnings}
+	// nodeadm's getNodeIp: the node IP is of the service CIDR's family.
+	ip, _, _ := net.ParseCIDR(cfg.Spec.Cluster.CIDR)
+	if b.nodeIP, err = nodeIP(n, ip != nil && ip.To4() == nil); err != nil {
+		return nil, fmt.Errorf("nodeadm: %w", err)
+	}
 	if b.config, err = json.Marshal(base); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -74,6 +75,15 @@ func bootAL2(n Node) (*kubeletBoot, error) {
 		return nil, fmt.Errorf("bootstrap.sh: the cluster DNS would be %s, the cluster's is %s: pods could not resolve names", dns, want)
 	}
 
+	family, err := bootstrapIPFamily(opts, n.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap.sh: %w", err)
+	}
+	internalIP, err := nodeIP(n, family == "ipv6")
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap.sh: %w", err)
+	}
+
 	maxPods, err := eniMaxPods(n.InstanceType)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap.sh: %w", err)
@@ -106,7 +116,7 @@ func bootAL2(n Node) (*kubeletBoot, error) {
 	default:
 		return nil, fmt.Errorf("bootstrap.sh: --use-max-pods %q is neither true nor false", opts["--use-max-pods"])
 	}
-	b := &kubeletBoot{flags: []string{"--cloud-provider=external"}, warnings: warnings}
+	b := &kubeletBoot{flags: []string{"--cloud-provider=external"}, warnings: warnings, nodeIP: internalIP}
 	if b.config, err = json.Marshal(config); err != nil {
 		return nil, err
 	}
@@ -126,6 +136,30 @@ func bootAL2(n Node) (*kubeletBoot, error) {
 		return nil, fmt.Errorf("bootstrap.sh: --local-disks %q is neither raid0 nor mount", opts["--local-disks"])
 	}
 	return b, nil
+}
+
+// bootstrapIPFamily is the IP family bootstrap.sh settles on: --ip-family;
+// ipv6 when --service-ipv6-cidr is given; DescribeCluster's ipFamily when it
+// describes the cluster (--b64-cluster-ca or --apiserver-endpoint left out);
+// else ipv4, whatever the cluster's family is.
+func bootstrapIPFamily(opts map[string]string, cluster Cluster) (string, error) {
+	family := strings.ToLower(opts["--ip-family"])
+	if family != "" && family != "ipv4" && family != "ipv6" {
+		return "", fmt.Errorf("invalid --ip-family %q: only ipv4 or ipv6 are allowed", opts["--ip-family"])
+	}
+	if opts["--service-ipv6-cidr"] != "" {
+		if family == "ipv4" {
+			return "", fmt.Errorf("--ip-family should be ipv6 when --service-ipv6-cidr is specified")
+		}
+		family = "ipv6"
+	}
+	if family == "" && (opts["--b64-cluster-ca"] == "" || opts["--apiserver-endpoint"] == "") {
+		family = "ipv4"
+		if strings.Contains(cluster.ServiceCIDR, ":") {
+			family = "ipv6"
+		}
+	}
+	return cmp.Or(family, "ipv4"), nil
 }
 
 // bootstrapOptions reads bootstrap.sh's command line as its option loop does: the
@@ -246,7 +280,9 @@ func bootWindows(n Node) (*kubeletBoot, error) {
 		"kubeReserved":  eksKubeReserved(n.VCPUs, maxPods),
 		"cgroupsPerQOS": false, "enforceNodeAllocatable": []string{},
 	}
-	b := &kubeletBoot{windows: true, flags: []string{"--cloud-provider=external"}}
+	// The node IP is taken to be the IPv4 address: EKS runs no Windows pods in
+	// IPv6 clusters, and the script's handling of them is not re-stated here.
+	b := &kubeletBoot{windows: true, flags: []string{"--cloud-provider=external"}, nodeIP: n.PrivateIPv4}
 	if b.config, err = json.Marshal(config); err != nil {
 		return nil, err
 	}

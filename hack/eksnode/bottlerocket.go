@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 
@@ -218,6 +219,14 @@ func bootBottlerocket(n Node) (*kubeletBoot, error) {
 	}
 	sort.Strings(labels)
 	b := &kubeletBoot{flags: []string{"--cloud-provider=external"}}
+	// pluto's node-ip: the address of the first cluster DNS address's family.
+	var first net.IP
+	if len(dns) > 0 {
+		first = net.ParseIP(dns[0])
+	}
+	if b.nodeIP, err = nodeIP(n, first != nil && first.To4() == nil); err != nil {
+		return nil, fmt.Errorf("bottlerocket: %w", err)
+	}
 	if len(labels) > 0 {
 		b.flags = append(b.flags, "--node-labels="+strings.Join(labels, ","))
 	}

@@ -38,6 +38,8 @@ type kubeletBoot struct {
 	ephemeralBytes int64
 	// windows: the node runs Windows.
 	windows bool
+	// nodeIP is the --node-ip the boot agent passes, the Node's InternalIP.
+	nodeIP string
 	// warnings are settings the boot agent or the kubelet would drop: the node
 	// joins without them.
 	warnings []string
@@ -61,7 +63,7 @@ func (b *kubeletBoot) register(n Node) (Result, error) {
 		return Result{}, fmt.Errorf("kubelet: failed to parse eviction thresholds: %w", err)
 	}
 
-	res := Result{Labels: kf.NodeLabels, ClusterDNS: kc.ClusterDNS, Warnings: b.warnings}
+	res := Result{Labels: kf.NodeLabels, ClusterDNS: kc.ClusterDNS, Warnings: b.warnings, NodeIP: b.nodeIP}
 	versioned := &kubeletconfigv1beta1.KubeletConfiguration{}
 	if err := kubeletconversion.Convert_config_KubeletConfiguration_To_v1beta1_KubeletConfiguration(kc, versioned, nil); err != nil {
 		return Result{}, err
@@ -113,6 +115,23 @@ func (b *kubeletBoot) register(n Node) (Result, error) {
 		res.Allocatable[name] = alloc.String()
 	}
 	return res, nil
+}
+
+// nodeIP is the address a boot agent gives the kubelet as --node-ip: IMDS's
+// local-ipv4 in an IPv4 cluster; in an IPv6 one, the primary interface's IPv6
+// address, read from network/interfaces/macs/<mac>/ipv6s (nodeadm's getNodeIp,
+// bootstrap.sh, Bottlerocket's pluto). IMDS answers 404 there when the interface
+// has no IPv6 address, and each agent then fails before the kubelet starts.
+func nodeIP(n Node, ipv6 bool) (string, error) {
+	if !ipv6 {
+		return n.PrivateIPv4, nil
+	}
+	if n.IPv6Address == "" {
+		return "", fmt.Errorf("the cluster is IPv6 and the instance's primary network interface has no IPv6 address: " +
+			"IMDS answers 404 Not Found for network/interfaces/macs/<mac>/ipv6s, so the kubelet has no node IP " +
+			"(launch it with an IPv6 address, Ipv6AddressCount on its network interface, into a subnet with an IPv6 CIDR block)")
+	}
+	return n.IPv6Address, nil
 }
 
 // reservesFrom says which capacity a hard eviction signal keeps room in, as the

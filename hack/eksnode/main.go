@@ -52,8 +52,13 @@ type Node struct {
 	KubeletVolumeGiB int64 `json:"kubeletVolumeGiB"`
 	// InstanceStoreGB is the type's local NVMe storage in GB (10^9 bytes, as EC2's
 	// InstanceStorageInfo.TotalSizeInGB), if any.
-	InstanceStoreGB int64   `json:"instanceStoreGB,omitempty"`
-	Cluster         Cluster `json:"cluster"`
+	InstanceStoreGB int64 `json:"instanceStoreGB,omitempty"`
+	// PrivateIPv4 is the instance's primary private IPv4 address (IMDS
+	// local-ipv4); IPv6Address the IPv6 address of its primary network interface
+	// (IMDS network/interfaces/macs/<mac>/ipv6s), empty when it has none.
+	PrivateIPv4 string  `json:"privateIPv4,omitempty"`
+	IPv6Address string  `json:"ipv6Address,omitempty"`
+	Cluster     Cluster `json:"cluster"`
 }
 
 // Cluster is what DescribeCluster says of the cluster the node should join.
@@ -84,6 +89,9 @@ type Result struct {
 	// Warnings are settings the boot agent or the kubelet would drop without
 	// failing (fields they do not know): the node joins without them.
 	Warnings []string `json:"warnings,omitempty"`
+	// NodeIP is the kubelet's --node-ip, which the boot agent reads from IMDS in
+	// the cluster's IP family: the Node's InternalIP.
+	NodeIP string `json:"nodeIP,omitempty"`
 	// ClusterDNS is the kubelet's clusterDNS.
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// Kubelet is the configuration the kubelet runs with (kubelet.config.k8s.io/

@@ -38,8 +38,8 @@ type ec2State struct {
 	templates map[string]*launchTemplate // by ID
 	// fleets remembers CreateFleet answers by client token, for idempotency.
 	fleets map[string]*fleetRecord
-	// ips is the next host offset handed out per subnet.
-	ips map[string]int
+	// ips is the next host offset handed out per subnet, ipv6s the IPv6 one.
+	ips, ipv6s map[string]int
 	// fleetTags are the tags of each fleet, by fleet ID.
 	fleetTags map[string]map[string]string
 }
@@ -50,6 +50,7 @@ func newEC2State() ec2State {
 		templates: map[string]*launchTemplate{},
 		fleets:    map[string]*fleetRecord{},
 		ips:       map[string]int{},
+		ipv6s:     map[string]int{},
 		fleetTags: map[string]map[string]string{},
 	}
 }
@@ -74,11 +75,15 @@ type instance struct {
 	TemplateID    string
 	PrivateIP     string
 	PublicIP      string
-	Groups        []string
-	ProfileARN    string
-	ProfileID     string
-	Reservation   string // capacity reservation ID
-	Tenancy       string // Placement.Tenancy launched with; empty is default
+	// IPv6 is its primary interface's IPv6 address, if it has one; PrimaryIPv6
+	// says the launch made it the interface's primary IPv6 address.
+	IPv6        string
+	PrimaryIPv6 bool
+	Groups      []string
+	ProfileARN  string
+	ProfileID   string
+	Reservation string // capacity reservation ID
+	Tenancy     string // Placement.Tenancy launched with; empty is default
 	// InterfaceID is the primary network interface, InterfaceTags its tags.
 	InterfaceID   string
 	InterfaceTags map[string]string
@@ -130,6 +135,8 @@ type Instance struct {
 	CapacityType string
 	State        string
 	PrivateIP    string
+	// IPv6 is its primary network interface's IPv6 address, if it has one.
+	IPv6 string
 	// PrivateDNSName is the node name a kubelet of the instance registers.
 	PrivateDNSName string
 	LaunchTime     time.Time
@@ -165,7 +172,7 @@ func (i Instance) ProviderID() string { return fmt.Sprintf("aws:///%s/%s", i.Zon
 func (s *Server) snapshotLocked(i *instance) Instance {
 	return Instance{
 		ID: i.ID, Type: i.Type, Zone: i.Zone, SubnetID: i.SubnetID, ImageID: i.ImageID, CapacityType: i.CapacityType,
-		State: i.State, PrivateIP: i.PrivateIP, PrivateDNSName: i.privateDNSName(s.opts.Region), LaunchTime: i.LaunchedAt,
+		State: i.State, PrivateIP: i.PrivateIP, IPv6: i.IPv6, PrivateDNSName: i.privateDNSName(s.opts.Region), LaunchTime: i.LaunchedAt,
 		Tags: cloneTags(i.Tags), UserData: i.UserData, CapacityReservationID: i.Reservation,
 		NetworkInterfaceID: i.InterfaceID, NetworkInterfaceTags: cloneTags(i.InterfaceTags),
 		FleetContext: i.FleetContext, IPv4Prefixes: i.IPv4Prefixes, PlacementGroupID: i.PlacementGroupID, Partition: i.Partition,
@@ -403,12 +410,18 @@ func (s *Server) subnetView(sn *Subnet) xmlSubnet {
 			free--
 		}
 	}
-	return xmlSubnet{
+	x := xmlSubnet{
 		SubnetID: sn.ID, SubnetArn: fmt.Sprintf("arn:aws:ec2:%s:%s:subnet/%s", s.opts.Region, s.opts.AccountID, sn.ID),
 		State: "available", VpcID: sn.VPCID, OwnerID: s.opts.AccountID, CidrBlock: sn.CIDR,
 		AvailableIPAddressCount: int32(max(free, 0)), AvailabilityZone: sn.Zone, AvailabilityZoneID: s.inv.zoneID(sn.Zone),
 		MapPublicIPOnLaunch: sn.MapPublicIP, HostnameType: "ip-name", Tags: tagItems(sn.Tags),
+		AssignIpv6AddressOnCreation: sn.AssignIPv6OnCreation,
 	}
+	if sn.IPv6CIDR != "" {
+		x.Ipv6CidrBlocks = []xmlIPv6CIDRAssociation{{AssociationID: stableID("subnet-cidr-assoc", sn.ID+"/"+sn.IPv6CIDR),
+			CIDR: sn.IPv6CIDR, State: "associated", AddressType: "public", Source: "amazon"}}
+	}
+	return x
 }
 
 func (s *Server) describeSubnets(q *queryParams) (ec2Response, error) {
@@ -419,11 +432,14 @@ func (s *Server) describeSubnets(q *queryParams) (ec2Response, error) {
 	}
 	match, err := filterSet[*Subnet]{
 		fields: map[string]func(*Subnet) []string{
-			"subnet-id":               func(sn *Subnet) []string { return []string{sn.ID} },
-			"vpc-id":                  func(sn *Subnet) []string { return []string{sn.VPCID} },
-			"availability-zone":       func(sn *Subnet) []string { return []string{sn.Zone} },
-			"availability-zone-id":    func(sn *Subnet) []string { return []string{s.inv.zoneID(sn.Zone)} },
-			"cidr-block":              func(sn *Subnet) []string { return []string{sn.CIDR} },
+			"subnet-id":            func(sn *Subnet) []string { return []string{sn.ID} },
+			"vpc-id":               func(sn *Subnet) []string { return []string{sn.VPCID} },
+			"availability-zone":    func(sn *Subnet) []string { return []string{sn.Zone} },
+			"availability-zone-id": func(sn *Subnet) []string { return []string{s.inv.zoneID(sn.Zone)} },
+			"cidr-block":           func(sn *Subnet) []string { return []string{sn.CIDR} },
+			"ipv6-cidr-block-association.ipv6-cidr-block": func(sn *Subnet) []string {
+				return slices.DeleteFunc([]string{sn.IPv6CIDR}, func(c string) bool { return c == "" })
+			},
 			"state":                   func(*Subnet) []string { return []string{"available"} },
 			"default-for-az":          func(*Subnet) []string { return []string{"false"} },
 			"map-public-ip-on-launch": func(sn *Subnet) []string { return []string{boolString(sn.MapPublicIP)} },

@@ -2,6 +2,7 @@ package fakeaws
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -323,6 +324,9 @@ func (s *Server) resolvePool(p *pool, capacityType string) (code, msg string) {
 			return code, msg
 		}
 	}
+	if code, msg := checkIPv6(lt, p.subnet); code != "" {
+		return code, msg
+	}
 	if o.Priority != "" {
 		pr, err := strconv.ParseFloat(o.Priority, 64)
 		if err != nil {
@@ -356,8 +360,7 @@ func (s *Server) resolvePool(p *pool, capacityType string) (code, msg string) {
 // interfaces on an instance type: groups both on the instance and on interfaces;
 // prefixes on a type not built on Nitro (prefix delegation needs it), or more
 // IPv4 prefixes than the interface takes secondary addresses (its IPv4 addresses
-// less the primary); IPv6 prefixes in a subnet without an IPv6 range (the fake's
-// subnets have none).
+// less the primary).
 func checkInterfaces(lt *launchTemplate, t *instanceType) (code, msg string) {
 	if lt.TopLevelGroups && len(lt.Interfaces) > 0 {
 		return "InvalidParameterCombination", "Network interfaces and an instance-level security groups may not be specified on the same request"
@@ -369,11 +372,31 @@ func checkInterfaces(lt *launchTemplate, t *instanceType) (code, msg string) {
 		if ni.IPv4Prefixes > int(t.IPv4PerENI)-1 {
 			return "PrivateIpAddressLimitExceeded", fmt.Sprintf("Number of private addresses will exceed limit: %s takes %d IPv4 prefixes per network interface, not %d", t.Name, t.IPv4PerENI-1, ni.IPv4Prefixes)
 		}
-		if ni.IPv6Prefixes > 0 {
-			return "InvalidParameterValue", "The subnet has no IPv6 CIDR block: Ipv6PrefixCount cannot be assigned"
+	}
+	return "", ""
+}
+
+// checkIPv6 refuses IPv6 addresses or prefixes asked of an interface in a subnet
+// without an IPv6 CIDR block (the wording is the fake's).
+func checkIPv6(lt *launchTemplate, sn *Subnet) (code, msg string) {
+	for _, ni := range lt.Interfaces {
+		if (ni.IPv6Addresses > 0 || ni.IPv6Prefixes > 0) && sn.IPv6CIDR == "" {
+			return "InvalidParameterValue", fmt.Sprintf("The subnet %s has no IPv6 CIDR block: IPv6 addresses and prefixes cannot be assigned in it", sn.ID)
 		}
 	}
 	return "", ""
+}
+
+// ipv6Count is how many IPv6 addresses EC2 gives an interface launched into sn:
+// those asked for, else one when the subnet assigns IPv6 addresses on creation.
+func ipv6Count(ni templateInterface, sn *Subnet) int {
+	if ni.IPv6Addresses >= 0 {
+		return ni.IPv6Addresses
+	}
+	if sn.AssignIPv6OnCreation && sn.IPv6CIDR != "" && ni.InterfaceType != "efa-only" {
+		return 1
+	}
+	return 0
 }
 
 func (s *Server) reservationByID(id string) *CapacityReservation {
@@ -398,10 +421,18 @@ func (s *Server) launchLocked(p *pool, capacityType, reservationID, fleetID, tok
 		// The primary network interface, tagged as the template says.
 		InterfaceID: s.newIDLocked("eni"), InterfaceTags: cloneTags(p.template.InterfaceTags),
 	}
+	primary := templateInterface{IPv6Addresses: -1}
 	for _, ni := range p.template.Interfaces {
 		if ni.DeviceIndex == 0 && ni.NetworkCardIndex == 0 {
 			i.IPv4Prefixes = max(ni.IPv4Prefixes, 0)
+			primary = ni
 		}
+	}
+	if ipv6Count(primary, p.subnet) > 0 {
+		// The primary interface's first IPv6 address (and the only one the fake
+		// keeps), which IMDS lists under the interface's ipv6s.
+		i.IPv6 = s.nextIPv6Locked(p.subnet)
+		i.PrimaryIPv6 = primary.PrimaryIPv6
 	}
 	if capacityType == "spot" {
 		i.SpotRequestID = fmt.Sprintf("sir-%08x", s.rng.Uint32())
@@ -446,6 +477,18 @@ func (s *Server) nextIPLocked(sn *Subnet) string {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}).String()
 }
 
+// nextIPv6Locked hands out the subnet's IPv6 addresses in order after the four
+// AWS keeps (EC2 picks them at random in the block; the fake counts, so runs
+// repeat).
+func (s *Server) nextIPv6Locked(sn *Subnet) string {
+	prefix := netip.MustParsePrefix(sn.IPv6CIDR).Masked()
+	n := s.ec2.ipv6s[sn.ID] + 4
+	s.ec2.ipv6s[sn.ID]++
+	a := prefix.Addr().As16()
+	binary.BigEndian.PutUint64(a[8:], binary.BigEndian.Uint64(a[8:])+uint64(n))
+	return netip.AddrFrom16(a).String()
+}
+
 // Instances.
 
 func (s *Server) instanceView(i *instance) xmlInstance {
@@ -464,6 +507,18 @@ func (s *Server) instanceView(i *instance) xmlInstance {
 			HTTPEndpoint: "enabled", HTTPProtocolIpv6: "disabled", InstanceMetadataTags: "disabled"},
 		PlatformDetails: "Linux/UNIX", UsageOperation: "RunInstances", UsageOperationUpdate: xmlTime(i.LaunchedAt),
 		PrivateDNSNameOptions: xmlPrivateDNSOptions{HostnameType: "ip-name"},
+		Ipv6Address:           i.IPv6,
+	}
+	if i.State != stateTerminated {
+		// A terminated instance's interfaces are gone.
+		ni := xmlInstanceInterface{NetworkInterfaceID: i.InterfaceID, SubnetID: i.SubnetID, VpcID: i.VPCID, OwnerID: s.opts.AccountID,
+			Status: "in-use", PrivateIPAddress: i.PrivateIP, PrivateDNSName: x.PrivateDNSName, SourceDestCheck: true,
+			Attachment:    xmlENIAttachment{AttachmentID: "eni-attach-" + strings.TrimPrefix(i.InterfaceID, "eni-"), Status: "attached", DeleteOnTermination: true},
+			InterfaceType: "interface"}
+		if i.IPv6 != "" {
+			ni.Ipv6Addresses = []xmlInstanceIPv6{{Ipv6Address: i.IPv6, IsPrimaryIpv6: i.PrimaryIPv6}}
+		}
+		x.NetworkInterfaces = []xmlInstanceInterface{ni}
 	}
 	switch i.CapacityType {
 	case "spot", "capacity-block":
@@ -488,6 +543,9 @@ func (s *Server) instanceView(i *instance) xmlInstance {
 			}
 		}
 		x.Groups = append(x.Groups, xmlGroup{GroupID: g, GroupName: name})
+	}
+	if len(x.NetworkInterfaces) > 0 {
+		x.NetworkInterfaces[0].Groups = x.Groups
 	}
 	if i.ProfileARN != "" {
 		x.IamInstanceProfile = &xmlIamInstanceProfile{Arn: i.ProfileARN, ID: i.ProfileID}

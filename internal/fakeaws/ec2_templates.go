@@ -68,6 +68,11 @@ type templateInterface struct {
 	IPv4Prefixes, IPv6Prefixes int
 	ExplicitPrefixes           int
 	SecondaryIPs               int
+	// IPv6Addresses is the IPv6 address count asked for (-1: none, the subnet
+	// decides), the Ipv6AddressCount or the addresses named; PrimaryIPv6 makes the
+	// first of them the interface's primary IPv6 address.
+	IPv6Addresses int
+	PrimaryIPv6   bool
 	// ConnTrack holds the ConnectionTrackingSpecification members given, by name.
 	ConnTrack map[string]int
 }
@@ -273,13 +278,13 @@ func (s *Server) readTemplateData(q *queryParams, lt *launchTemplate) error {
 // readTemplateInterface reads one LaunchTemplateData.NetworkInterface.N, with the
 // checks EC2 makes of its numbers.
 func readTemplateInterface(q *queryParams, p string) (templateInterface, error) {
-	ti := templateInterface{IPv4Prefixes: -1, IPv6Prefixes: -1, InterfaceType: cmp.Or(q.values[p+"InterfaceType"], "interface"),
+	ti := templateInterface{IPv4Prefixes: -1, IPv6Prefixes: -1, IPv6Addresses: -1, InterfaceType: cmp.Or(q.values[p+"InterfaceType"], "interface"),
 		ExplicitPrefixes: len(q.indices(p + "Ipv4Prefix")), ConnTrack: map[string]int{}}
 	ints := []struct {
 		key string
 		to  *int
 	}{{"DeviceIndex", &ti.DeviceIndex}, {"NetworkCardIndex", &ti.NetworkCardIndex}, {"Ipv4PrefixCount", &ti.IPv4Prefixes},
-		{"Ipv6PrefixCount", &ti.IPv6Prefixes}, {"SecondaryPrivateIpAddressCount", &ti.SecondaryIPs}}
+		{"Ipv6PrefixCount", &ti.IPv6Prefixes}, {"SecondaryPrivateIpAddressCount", &ti.SecondaryIPs}, {"Ipv6AddressCount", &ti.IPv6Addresses}}
 	for _, f := range ints {
 		v, ok := q.values[p+f.key]
 		if !ok {
@@ -307,6 +312,19 @@ func readTemplateInterface(q *queryParams, p string) (templateInterface, error) 
 	}
 	if n := len(q.indices(p + "PrivateIpAddresses")); n > 1 {
 		ti.SecondaryIPs += n - 1
+	}
+	if n := len(q.indices(p + "Ipv6Address")); n > 0 {
+		if ti.IPv6Addresses >= 0 {
+			return ti, badRequest("InvalidParameterCombination", "IPv6 addresses and IPv6 address count may not be specified on the same request")
+		}
+		ti.IPv6Addresses = n
+	}
+	if v, ok := q.values[p+"PrimaryIpv6"]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return ti, badRequest("InvalidParameterValue", "Value (%s) for parameter PrimaryIpv6 is invalid", v)
+		}
+		ti.PrimaryIPv6 = b
 	}
 	if ti.IPv4Prefixes >= 0 && (ti.ExplicitPrefixes > 0 || ti.SecondaryIPs > 0) {
 		return ti, badRequest("InvalidParameterCombination", "Ipv4PrefixCount cannot be combined with Ipv4Prefixes or secondary private IPv4 addresses")

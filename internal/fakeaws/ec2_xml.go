@@ -191,21 +191,30 @@ type xmlAvailabilityZone struct {
 }
 
 type xmlSubnet struct {
-	SubnetID                    string       `xml:"subnetId"`
-	SubnetArn                   string       `xml:"subnetArn"`
-	State                       string       `xml:"state"`
-	VpcID                       string       `xml:"vpcId"`
-	OwnerID                     string       `xml:"ownerId"`
-	CidrBlock                   string       `xml:"cidrBlock"`
-	AvailableIPAddressCount     int32        `xml:"availableIpAddressCount"`
-	AvailabilityZone            string       `xml:"availabilityZone"`
-	AvailabilityZoneID          string       `xml:"availabilityZoneId"`
-	DefaultForAz                bool         `xml:"defaultForAz"`
-	MapPublicIPOnLaunch         bool         `xml:"mapPublicIpOnLaunch"`
-	AssignIpv6AddressOnCreation bool         `xml:"assignIpv6AddressOnCreation"`
-	Ipv6Native                  bool         `xml:"ipv6Native"`
-	HostnameType                string       `xml:"privateDnsNameOptionsOnLaunch>hostnameType"`
-	Tags                        []xmlTagItem `xml:"tagSet>item"`
+	SubnetID                    string                   `xml:"subnetId"`
+	SubnetArn                   string                   `xml:"subnetArn"`
+	State                       string                   `xml:"state"`
+	VpcID                       string                   `xml:"vpcId"`
+	OwnerID                     string                   `xml:"ownerId"`
+	CidrBlock                   string                   `xml:"cidrBlock"`
+	AvailableIPAddressCount     int32                    `xml:"availableIpAddressCount"`
+	AvailabilityZone            string                   `xml:"availabilityZone"`
+	AvailabilityZoneID          string                   `xml:"availabilityZoneId"`
+	DefaultForAz                bool                     `xml:"defaultForAz"`
+	MapPublicIPOnLaunch         bool                     `xml:"mapPublicIpOnLaunch"`
+	AssignIpv6AddressOnCreation bool                     `xml:"assignIpv6AddressOnCreation"`
+	Ipv6CidrBlocks              []xmlIPv6CIDRAssociation `xml:"ipv6CidrBlockAssociationSet>item"`
+	Ipv6Native                  bool                     `xml:"ipv6Native"`
+	HostnameType                string                   `xml:"privateDnsNameOptionsOnLaunch>hostnameType"`
+	Tags                        []xmlTagItem             `xml:"tagSet>item"`
+}
+
+type xmlIPv6CIDRAssociation struct {
+	AssociationID string `xml:"associationId"`
+	CIDR          string `xml:"ipv6CidrBlock"`
+	State         string `xml:"ipv6CidrBlockState>state"`
+	AddressType   string `xml:"ipv6AddressAttribute"`
+	Source        string `xml:"ipSource"`
 }
 
 type xmlSecurityGroup struct {
@@ -369,6 +378,38 @@ type xmlInstance struct {
 	UsageOperation        string                 `xml:"usageOperation"`
 	UsageOperationUpdate  xmlTime                `xml:"usageOperationUpdateTime"`
 	PrivateDNSNameOptions xmlPrivateDNSOptions   `xml:"privateDnsNameOptions"`
+	Ipv6Address           string                 `xml:"ipv6Address,omitempty"`
+	NetworkInterfaces     []xmlInstanceInterface `xml:"networkInterfaceSet>item"`
+}
+
+// xmlInstanceInterface is a network interface of an instance in
+// DescribeInstances (the primary one, the only one the fake keeps).
+type xmlInstanceInterface struct {
+	NetworkInterfaceID string            `xml:"networkInterfaceId"`
+	SubnetID           string            `xml:"subnetId"`
+	VpcID              string            `xml:"vpcId"`
+	OwnerID            string            `xml:"ownerId"`
+	Status             string            `xml:"status"`
+	PrivateIPAddress   string            `xml:"privateIpAddress"`
+	PrivateDNSName     string            `xml:"privateDnsName"`
+	SourceDestCheck    bool              `xml:"sourceDestCheck"`
+	Groups             []xmlGroup        `xml:"groupSet>item"`
+	Attachment         xmlENIAttachment  `xml:"attachment"`
+	Ipv6Addresses      []xmlInstanceIPv6 `xml:"ipv6AddressesSet>item"`
+	InterfaceType      string            `xml:"interfaceType"`
+}
+
+type xmlENIAttachment struct {
+	AttachmentID        string `xml:"attachmentId"`
+	DeviceIndex         int32  `xml:"deviceIndex"`
+	NetworkCardIndex    int32  `xml:"networkCardIndex"`
+	Status              string `xml:"status"`
+	DeleteOnTermination bool   `xml:"deleteOnTermination"`
+}
+
+type xmlInstanceIPv6 struct {
+	Ipv6Address   string `xml:"ipv6Address"`
+	IsPrimaryIpv6 bool   `xml:"isPrimaryIpv6"`
 }
 
 type xmlPlacement struct {

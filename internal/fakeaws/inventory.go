@@ -42,7 +42,13 @@ type Subnet struct {
 	Zone        string
 	CIDR        string
 	MapPublicIP bool
-	Tags        map[string]string
+	// IPv6CIDR is the subnet's IPv6 block (a /64 of the VPC's /56), which makes it
+	// dual-stack; empty: IPv4 only. AssignIPv6OnCreation gives every instance
+	// launched into it an IPv6 address on its primary interface, also when the
+	// launch does not ask for one.
+	IPv6CIDR             string
+	AssignIPv6OnCreation bool
+	Tags                 map[string]string
 }
 
 // SecurityGroup is a VPC security group.
@@ -234,6 +240,10 @@ func (s *Server) buildInventory() error {
 	}
 
 	d := DefaultInventory(s.opts.Region, c.Name, c.Version, zoneNames(inv.zones), now)
+	if c.ServiceIPv6CIDR != "" {
+		// EKS creates an IPv6 cluster in dual-stack subnets only.
+		DualStack(d)
+	}
 	if s.opts.Inventory != nil {
 		s.opts.Inventory(d)
 	}
@@ -241,6 +251,15 @@ func (s *Server) buildInventory() error {
 	for _, sn := range d.Subnets {
 		if _, err := netip.ParsePrefix(sn.CIDR); err != nil {
 			return fmt.Errorf("subnet %s: %w", sn.ID, err)
+		}
+		if sn.IPv6CIDR != "" {
+			if p, err := netip.ParsePrefix(sn.IPv6CIDR); err != nil || !p.Addr().Is6() || p.Bits() > 64 {
+				return fmt.Errorf("subnet %s: IPv6 CIDR %q is not an IPv6 block of /64 or larger", sn.ID, sn.IPv6CIDR)
+			}
+		}
+		if sn.AssignIPv6OnCreation && sn.IPv6CIDR == "" {
+			// EC2 refuses the setting on such a subnet.
+			return fmt.Errorf("subnet %s: AssignIPv6OnCreation needs an IPv6 CIDR block", sn.ID)
 		}
 		if inv.zoneID(sn.Zone) == "" {
 			return fmt.Errorf("subnet %s: zone %q is not one of the region's", sn.ID, sn.Zone)
@@ -420,6 +439,21 @@ func DefaultInventory(region, cluster, kubernetesVersion string, zones []string,
 	inv.Roles = []Role{{Name: role, Path: "/"}}
 	inv.InstanceProfiles = []InstanceProfile{{Name: "KarpenterNodeInstanceProfile-" + cluster, Path: "/", Roles: []string{role}}}
 	return inv
+}
+
+// DualStack gives the VPC an IPv6 /56 from Amazon's pool (derived from its ID)
+// and each subnet that has no IPv6 block the next /64 of it, as the VPC of an
+// IPv6 EKS cluster has. The subnets do not assign IPv6 addresses on creation: an
+// instance gets one when its launch asks (Ipv6AddressCount on its interface), as
+// Karpenter's launch templates in an IPv6 cluster do. A server whose cluster is
+// IPv6 applies it to the default inventory before Options.Inventory.
+func DualStack(inv *Inventory) {
+	h := fnvHash(inv.VPCID)
+	for i := range inv.Subnets {
+		if inv.Subnets[i].IPv6CIDR == "" {
+			inv.Subnets[i].IPv6CIDR = fmt.Sprintf("2600:1f14:%x:%x::/64", h>>48, (h>>40&0xff)<<8|uint64(i&0xff))
+		}
+	}
 }
 
 func withTags(base map[string]string, kv ...string) map[string]string {

@@ -241,6 +241,9 @@ func (k *Kubelet) node(b bootingInstance, r refereeResult, now time.Time) (*core
 		q := *resource.NewQuantity(n, resource.DecimalSI)
 		capacity[name], alloc[name] = q, q.DeepCopy()
 	}
+	if r.NodeIP == "" {
+		return nil, fmt.Errorf("the referee named no node IP: bin/eks-node-referee is older than this fake, run `make tools TOOLS=eks-node-referee`")
+	}
 	var taints []corev1.Taint
 	for _, tt := range r.Taints {
 		taints = append(taints, corev1.Taint{Key: tt.Key, Value: tt.Value, Effect: corev1.TaintEffect(tt.Effect)})
@@ -280,8 +283,12 @@ func (k *Kubelet) node(b bootingInstance, r refereeResult, now time.Time) (*core
 				condition(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
 				condition(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
 			},
+			// The InternalIP is the kubelet's --node-ip, which the boot agent took
+			// from IMDS in the cluster's IP family (the IPv6 address of the primary
+			// interface in an IPv6 cluster); the cloud node controller lists it
+			// first, and the fake lists no other internal address.
 			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: b.inst.PrivateIP},
+				{Type: corev1.NodeInternalIP, Address: r.NodeIP},
 				{Type: corev1.NodeHostName, Address: name},
 				{Type: corev1.NodeInternalDNS, Address: name},
 			},

@@ -2,7 +2,9 @@ package fakeaws
 
 import (
 	"encoding/base64"
+	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -403,6 +405,18 @@ func TestRefereeBootsKarpentersUserData(t *testing.T) {
 // joins cluster c, and returns its instance ID.
 func launchAL2023(t *testing.T, s *Server, c refereeCluster) string {
 	t.Helper()
+	id, errs := launchAL2023In(t, s, c, s.InventorySnapshot().Subnets[0].ID, nil)
+	if id == "" {
+		t.Fatalf("no instance launched: %v", errs)
+	}
+	return id
+}
+
+// launchAL2023In launches an AL2023 node of cluster c into a subnet, with the
+// launch template's network interfaces, and answers with its instance ID (""
+// when the fleet launched none) and the fleet's errors.
+func launchAL2023In(t *testing.T, s *Server, c refereeCluster, subnetID string, interfaces []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) (string, []ec2types.CreateFleetError) {
+	t.Helper()
 	ec := ec2Client(s)
 	inv := s.InventorySnapshot()
 	var image string
@@ -412,18 +426,108 @@ func launchAL2023(t *testing.T, s *Server, c refereeCluster) string {
 		}
 	}
 	lt := must(ec.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
-		LaunchTemplateName: aws.String("nodes"),
-		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData(c, al2023Kubelet))))},
+		LaunchTemplateName: aws.String(fmt.Sprintf("nodes-%d", len(s.Instances()))),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String(image), NetworkInterfaces: interfaces,
+			UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData(c, al2023Kubelet))))},
 	})).ok(t)
 	out := must(ec.CreateFleet(ctx(t), &ec2.CreateFleetInput{
 		Type: ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: lt.LaunchTemplate.LaunchTemplateId, Version: aws.String("$Latest")},
-			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: aws.String(inv.Subnets[0].ID)}},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", SubnetId: aws.String(subnetID)}},
 		}},
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
 	})).ok(t)
-	return out.Instances[0].InstanceIds[0]
+	if len(out.Instances) == 0 {
+		return "", out.Errors
+	}
+	return out.Instances[0].InstanceIds[0], out.Errors
+}
+
+// In an IPv6 cluster the subnets are dual-stack; an instance gets an IPv6
+// address on its primary interface when its launch asks (or its subnet assigns
+// one), and its node registers with it as its InternalIP. An instance without
+// one runs, but its boot agent finds no IPv6 address in IMDS and its node never
+// joins, and the console says why; asking for one in an IPv4-only subnet fails
+// the launch.
+func TestIPv6ClusterNodes(t *testing.T) {
+	s, clk := startClocked(t, Options{PendingDelay: time.Second, Cluster: Cluster{ServiceIPv6CIDR: "fd00:ab::/108"},
+		Inventory: func(inv *Inventory) {
+			vpc := inv.VPCID
+			inv.Subnets = append(inv.Subnets,
+				Subnet{ID: "subnet-0000000000000v4", VPCID: vpc, Zone: "us-east-1a", CIDR: "10.1.0.0/24"},
+				Subnet{ID: "subnet-000000000000auto", VPCID: vpc, Zone: "us-east-1a", CIDR: "10.1.1.0/24",
+					IPv6CIDR: "2600:1f14:aaaa:bb00::/64", AssignIPv6OnCreation: true})
+		}})
+	ec := ec2Client(s)
+	cl := s.Cluster()
+	cluster := refereeCluster{Name: cl.Name, Endpoint: cl.Endpoint, CertificateAuthority: cl.CertificateAuthority, ServiceCIDR: cl.serviceCIDR()}
+	inv := s.InventorySnapshot()
+	dual := inv.Subnets[0]
+	if dual.IPv6CIDR == "" || dual.AssignIPv6OnCreation {
+		t.Fatalf("default subnet %+v: want a dual-stack subnet that does not assign IPv6 addresses itself", dual)
+	}
+	subnets := must(ec.DescribeSubnets(ctx(t), &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{flt("ipv6-cidr-block-association.ipv6-cidr-block", dual.IPv6CIDR)}})).ok(t).Subnets
+	if len(subnets) != 1 || len(subnets[0].Ipv6CidrBlockAssociationSet) != 1 ||
+		aws.ToString(subnets[0].Ipv6CidrBlockAssociationSet[0].Ipv6CidrBlock) != dual.IPv6CIDR ||
+		subnets[0].Ipv6CidrBlockAssociationSet[0].Ipv6CidrBlockState.State != ec2types.SubnetCidrBlockStateCodeAssociated {
+		t.Fatalf("DescribeSubnets by its IPv6 block: %+v", subnets)
+	}
+	asks := []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{DeviceIndex: aws.Int32(0), PrimaryIpv6: aws.Bool(true), Ipv6AddressCount: aws.Int32(1)}}
+
+	withV6, _ := launchAL2023In(t, s, cluster, dual.ID, asks)
+	auto, _ := launchAL2023In(t, s, cluster, "subnet-000000000000auto", nil)
+	without, _ := launchAL2023In(t, s, cluster, dual.ID, nil)
+	if id, errs := launchAL2023In(t, s, cluster, "subnet-0000000000000v4", asks); id != "" || len(errs) != 1 || aws.ToString(errs[0].ErrorCode) != "InvalidParameterValue" {
+		t.Errorf("an IPv6 address in an IPv4-only subnet: instance %q, errors %+v; want EC2 to refuse it", id, errs)
+	}
+
+	in := func(id, cidr string) string {
+		t.Helper()
+		i, _ := s.Instance(id)
+		if a, err := netip.ParseAddr(i.IPv6); err != nil || !netip.MustParsePrefix(cidr).Contains(a) {
+			t.Errorf("instance %s: IPv6 %q, want an address of %s", id, i.IPv6, cidr)
+		}
+		return i.IPv6
+	}
+	v6 := in(withV6, dual.IPv6CIDR)
+	in(auto, "2600:1f14:aaaa:bb00::/64")
+	if i, _ := s.Instance(without); i.IPv6 != "" {
+		t.Errorf("an instance that asked for no IPv6 address in a subnet that assigns none got %s", i.IPv6)
+	}
+	described := must(ec.DescribeInstances(ctx(t), &ec2.DescribeInstancesInput{InstanceIds: []string{withV6}})).ok(t).Reservations[0].Instances[0]
+	if aws.ToString(described.Ipv6Address) != v6 || len(described.NetworkInterfaces) != 1 || len(described.NetworkInterfaces[0].Ipv6Addresses) != 1 ||
+		aws.ToString(described.NetworkInterfaces[0].Ipv6Addresses[0].Ipv6Address) != v6 || !aws.ToBool(described.NetworkInterfaces[0].Ipv6Addresses[0].IsPrimaryIpv6) {
+		t.Errorf("DescribeInstances: Ipv6Address %q, interfaces %+v; want %s, the primary interface's primary IPv6 address", aws.ToString(described.Ipv6Address), described.NetworkInterfaces, v6)
+	}
+
+	kube := fake.NewClientBuilder().Build()
+	k := NewKubelet(s, kube, KubeletOptions{})
+	clk.Step(time.Second)
+	if err := k.Sync(ctx(t)); err == nil || !strings.Contains(err.Error(), without) {
+		t.Errorf("sync: %v, want the node of %s refused", err, without)
+	}
+	inst, _ := s.Instance(withV6)
+	node := &corev1.Node{}
+	if err := kube.Get(ctx(t), client.ObjectKey{Name: inst.PrivateDNSName}, node); err != nil {
+		t.Fatal(err)
+	}
+	wantAddrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v6}, {Type: corev1.NodeHostName, Address: inst.PrivateDNSName}, {Type: corev1.NodeInternalDNS, Address: inst.PrivateDNSName}}
+	if diff := cmp.Diff(wantAddrs, node.Status.Addresses); diff != "" {
+		t.Errorf("node addresses (-want +got):\n%s", diff)
+	}
+	// Max pods are the ENI formula in an IPv6 cluster too (nodeadm's, whatever
+	// the family); the user data says 20.
+	if pods := node.Status.Capacity[corev1.ResourcePods]; pods.Value() != 20 {
+		t.Errorf("pods %s, want 20", pods.String())
+	}
+	if why := k.BootError(without); !strings.Contains(why, "no IPv6 address") {
+		t.Errorf("BootError %q, want the missing IPv6 address named", why)
+	}
+	console := must(ec.GetConsoleOutput(ctx(t), &ec2.GetConsoleOutputInput{InstanceId: aws.String(without), Latest: aws.Bool(true)})).ok(t)
+	if text, err := base64.StdEncoding.DecodeString(aws.ToString(console.Output)); err != nil || !strings.Contains(string(text), "network/interfaces/macs/<mac>/ipv6s") {
+		t.Errorf("console output %q (%v), want the boot failure", text, err)
+	}
 }
 
 // The device plugins' resources come from the type's EC2 facts: Neuron devices and

@@ -22,16 +22,20 @@ import (
 // boots an instance as its real boot agent and kubelet would. Its types live in
 // its own module; these mirror their JSON.
 type refereeNode struct {
-	Instance                string         `json:"instance"`
-	Family                  string         `json:"family,omitempty"`
-	UserData                string         `json:"userData"`
-	InstanceType            string         `json:"instanceType"`
-	VCPUs                   int64          `json:"vcpus"`
-	MemoryMiB               int64          `json:"memoryMiB"`
-	VMMemoryOverheadPercent float64        `json:"vmMemoryOverheadPercent"`
-	KubeletVolumeGiB        int64          `json:"kubeletVolumeGiB"`
-	InstanceStoreGB         int64          `json:"instanceStoreGB,omitempty"`
-	Cluster                 refereeCluster `json:"cluster"`
+	Instance                string  `json:"instance"`
+	Family                  string  `json:"family,omitempty"`
+	UserData                string  `json:"userData"`
+	InstanceType            string  `json:"instanceType"`
+	VCPUs                   int64   `json:"vcpus"`
+	MemoryMiB               int64   `json:"memoryMiB"`
+	VMMemoryOverheadPercent float64 `json:"vmMemoryOverheadPercent"`
+	KubeletVolumeGiB        int64   `json:"kubeletVolumeGiB"`
+	InstanceStoreGB         int64   `json:"instanceStoreGB,omitempty"`
+	// PrivateIPv4 and IPv6Address are what IMDS tells the boot agent: local-ipv4,
+	// and the primary interface's ipv6s (empty: it has no IPv6 address).
+	PrivateIPv4 string         `json:"privateIPv4,omitempty"`
+	IPv6Address string         `json:"ipv6Address,omitempty"`
+	Cluster     refereeCluster `json:"cluster"`
 }
 
 type refereeCluster struct {
@@ -49,6 +53,7 @@ type refereeResult struct {
 	Taints      []refereeTaint    `json:"taints"`
 	Capacity    map[string]string `json:"capacity"`
 	Allocatable map[string]string `json:"allocatable"`
+	NodeIP      string            `json:"nodeIP"`
 	ClusterDNS  []string          `json:"clusterDNS"`
 	Kubelet     json.RawMessage   `json:"kubelet"`
 	Warnings    []string          `json:"warnings"`
@@ -68,6 +73,7 @@ func (k *Kubelet) requestLocked(i *instance, t *instanceType, im *Image, cluster
 		Instance: i.ID, Family: family, UserData: i.UserData, InstanceType: t.Name,
 		VCPUs: int64(t.VCPUs), MemoryMiB: t.MemoryMiB, VMMemoryOverheadPercent: k.opts.VMMemoryOverheadPercent,
 		KubeletVolumeGiB: k.server.volumeSizeLocked(i, im, device), InstanceStoreGB: t.StorageGB,
+		PrivateIPv4: i.PrivateIP, IPv6Address: i.IPv6,
 		Cluster: refereeCluster{Name: cluster.Name, Endpoint: cluster.Endpoint,
 			CertificateAuthority: cluster.CertificateAuthority, ServiceCIDR: cluster.serviceCIDR()},
 	}
@@ -172,6 +178,11 @@ type BootRequest struct {
 	MemoryMiB    int64
 	UserData     string
 	Cluster      Cluster
+	// PrivateIP is the instance's private IPv4 address (10.0.0.10 when empty);
+	// IPv6Address its primary interface's IPv6 address, which an IPv6 cluster's
+	// node needs.
+	PrivateIP   string
+	IPv6Address string
 }
 
 // BootedNode is what an instance's kubelet registers with.
@@ -180,6 +191,8 @@ type BootedNode struct {
 	Taints      []corev1.Taint
 	Capacity    corev1.ResourceList
 	Allocatable corev1.ResourceList
+	// NodeIP is the kubelet's --node-ip, the Node's InternalIP.
+	NodeIP string
 	// Kubelet is the configuration the kubelet runs with (v1beta1 field names).
 	Kubelet map[string]any
 	// Warnings are settings the boot agent or kubelet dropped (fields they do not
@@ -193,6 +206,7 @@ func Boot(ctx context.Context, req BootRequest) (BootedNode, error) {
 	k := NewKubelet(nil, nil, KubeletOptions{})
 	n := refereeNode{Instance: "i-boot", Family: req.Family, UserData: req.UserData, InstanceType: req.InstanceType,
 		VCPUs: req.VCPUs, MemoryMiB: req.MemoryMiB, VMMemoryOverheadPercent: DefaultVMMemoryOverheadPercent, KubeletVolumeGiB: 20,
+		PrivateIPv4: cmp.Or(req.PrivateIP, "10.0.0.10"), IPv6Address: req.IPv6Address,
 		Cluster: refereeCluster{Name: req.Cluster.Name, Endpoint: req.Cluster.Endpoint,
 			CertificateAuthority: req.Cluster.CertificateAuthority, ServiceCIDR: req.Cluster.serviceCIDR()}}
 	res, err := k.referee(ctx, []bootingInstance{{request: n}})
@@ -203,7 +217,7 @@ func Boot(ctx context.Context, req BootRequest) (BootedNode, error) {
 	if r.Error != "" {
 		return BootedNode{}, fmt.Errorf("the node never joins: %s", r.Error)
 	}
-	out := BootedNode{Labels: r.Labels, Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{}, Warnings: r.Warnings}
+	out := BootedNode{Labels: r.Labels, Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{}, NodeIP: r.NodeIP, Warnings: r.Warnings}
 	if err := json.Unmarshal(r.Kubelet, &out.Kubelet); err != nil {
 		return BootedNode{}, fmt.Errorf("the referee's kubelet configuration: %w", err)
 	}

@@ -88,6 +88,48 @@ func TestIPPrefixCountFollowsTheClusterFamily(t *testing.T) {
 	}
 }
 
+// In an IPv6 cluster every interface with addresses asks for one IPv6 address
+// and makes it its primary IPv6 address, as Karpenter's launch templates do (the
+// node registers with it); efa-only interfaces have no addresses. Without any
+// interface option the template still gets a primary interface for it. An IPv4
+// cluster's templates ask for none.
+func TestLaunchTemplateAsksForAnIPv6Address(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*awsv1.EC2NodeClass)
+		efa  int
+	}{
+		{name: "default"},
+		{name: "public address", edit: func(nc *awsv1.EC2NodeClass) { nc.Spec.AssociatePublicIPAddress = aws.Bool(false) }},
+		{name: "efa", efa: 2},
+		{name: "networkInterfaces", edit: func(nc *awsv1.EC2NodeClass) {
+			nc.Spec.NetworkInterfaces = []*awsv1.NetworkInterface{{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeInterface},
+				{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeEFAOnly}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{AMIFamily: aws.String(awsv1.AMIFamilyAL2023)}}
+			if tc.edit != nil {
+				tc.edit(nc)
+			}
+			for _, ipv6 := range []bool{false, true} {
+				_, data := LaunchTemplate(LaunchTemplateInput{Cluster: "c", NodeClass: nc, ImageID: "ami-1", SecurityGroups: []string{"sg-1"}, IPv6: ipv6, EFA: tc.efa})
+				if ipv6 && (len(data.NetworkInterfaces) == 0 || len(data.SecurityGroupIds) != 0) {
+					t.Fatalf("ipv6: want the groups on interfaces, got %+v and groups %v", data.NetworkInterfaces, data.SecurityGroupIds)
+				}
+				for i, ni := range data.NetworkInterfaces {
+					want := ipv6 && deref(ni.InterfaceType) != string(awsv1.InterfaceTypeEFAOnly)
+					if got := ni.Ipv6AddressCount != nil && *ni.Ipv6AddressCount == 1 && deref(ni.PrimaryIpv6); got != want ||
+						!want && (ni.Ipv6AddressCount != nil || ni.PrimaryIpv6 != nil) {
+						t.Errorf("ipv6=%v: interface %d (%s): Ipv6AddressCount %v, PrimaryIpv6 %v; want an address: %v",
+							ipv6, i, deref(ni.InterfaceType), ni.Ipv6AddressCount, ni.PrimaryIpv6, want)
+					}
+				}
+			}
+		})
+	}
+}
+
 // placementGroups are the fake account's groups for the placement tests.
 func placementGroups(inv *fakeaws.Inventory) {
 	inv.PlacementGroups = append(inv.PlacementGroups,

@@ -143,9 +143,15 @@ func TenancyFor(reqs []v1.NodeSelectorRequirementWithMinValues) string {
 // EFA interface on each of the type's first efa network cards (device 0 on the
 // first card, 1 on the others, so the first card's stays the primary one); else
 // one primary interface when a public address, prefixes or connection tracking
-// are asked for (all are set per interface). Security groups then go on each
-// interface that is not efa-only (EC2 refuses them at both levels). Nil: the
-// groups go on the instance.
+// are asked for (all are set per interface), or when the cluster is IPv6. Security
+// groups then go on each interface that is not efa-only (EC2 refuses them at both
+// levels). Nil: the groups go on the instance.
+//
+// In an IPv6 cluster every interface with addresses (not efa-only) asks for one
+// IPv6 address and makes it its primary IPv6 address, as Karpenter's templates
+// do: the boot agent registers the node with the primary interface's IPv6
+// address and fails without one, whether or not the subnet assigns IPv6
+// addresses on creation.
 func templateNetwork(in LaunchTemplateInput) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
 	nc := in.NodeClass
 	ct := connectionTracking(nc.Spec.ConnectionTracking)
@@ -156,6 +162,11 @@ func templateNetwork(in LaunchTemplateInput) []ec2types.LaunchTemplateInstanceNe
 			} else {
 				ni.Ipv4PrefixCount = aws.Int32(*n)
 			}
+		}
+	}
+	ipv6Address := func(ni *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) {
+		if in.IPv6 {
+			ni.PrimaryIpv6, ni.Ipv6AddressCount = aws.Bool(true), aws.Int32(1)
 		}
 	}
 	var out []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest
@@ -172,6 +183,7 @@ func templateNetwork(in LaunchTemplateInput) []ec2types.LaunchTemplateInstanceNe
 				spec.Groups = in.SecurityGroups
 				spec.AssociatePublicIpAddress = nc.Spec.AssociatePublicIPAddress
 				spec.ConnectionTrackingSpecification = ct
+				ipv6Address(&spec)
 				if ni.NetworkCardIndex == 0 && ni.DeviceIndex == 0 {
 					ipCounts(&spec)
 				}
@@ -185,18 +197,20 @@ func templateNetwork(in LaunchTemplateInput) []ec2types.LaunchTemplateInstanceNe
 				InterfaceType: aws.String(string(ec2types.NetworkInterfaceTypeEfa)), Groups: in.SecurityGroups,
 				ConnectionTrackingSpecification: ct,
 			}
+			ipv6Address(&spec)
 			if card == 0 {
 				spec.AssociatePublicIpAddress = nc.Spec.AssociatePublicIPAddress
 				ipCounts(&spec)
 			}
 			out = append(out, spec)
 		}
-	case nc.Spec.AssociatePublicIPAddress != nil || nc.Spec.IPPrefixCount != nil || ct != nil:
+	case nc.Spec.AssociatePublicIPAddress != nil || nc.Spec.IPPrefixCount != nil || ct != nil || in.IPv6:
 		spec := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
 			DeviceIndex: aws.Int32(0), AssociatePublicIpAddress: nc.Spec.AssociatePublicIPAddress, Groups: in.SecurityGroups,
 			ConnectionTrackingSpecification: ct,
 		}
 		ipCounts(&spec)
+		ipv6Address(&spec)
 		out = append(out, spec)
 	}
 	return out

@@ -248,6 +248,13 @@ func al2UserData(b Bootstrap) (string, error) {
 	fmt.Fprintf(&script, "#!/bin/bash -xe\n/etc/eks/bootstrap.sh '%s' --apiserver-endpoint '%s' --b64-cluster-ca '%s'",
 		b.Cluster.Name, b.Cluster.Endpoint, b.Cluster.CABundle)
 	if dns := b.clusterDNS(); len(dns) > 0 {
+		// Given the endpoint and CA, bootstrap.sh does not describe the cluster and
+		// takes it for IPv4: without --ip-family ipv6 an IPv6 cluster's node would
+		// register its IPv4 address as the node IP. The family is the cluster
+		// DNS's, as Karpenter decides it.
+		if a, err := netip.ParseAddr(dns[0]); err == nil && a.Is6() && !a.Is4In6() {
+			script.WriteString(" --ip-family ipv6")
+		}
 		fmt.Fprintf(&script, " --dns-cluster-ip '%s'", dns[0])
 	}
 	if b.RAID0 {

@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,7 +135,11 @@ func TestUserDataBootsOnTheReferee(t *testing.T) {
 }
 
 // In an IPv6 cluster (service range fd00:ab::/108) every family's node joins with
-// the cluster DNS at the range's tenth address, as EKS runs kube-dns there.
+// the cluster DNS at the range's tenth address, as EKS runs kube-dns there, and
+// every Linux family's boot agent registers the node with its IPv6 address (AL2's
+// bootstrap.sh only when told --ip-family ipv6: given the endpoint and CA it
+// does not ask EKS, and takes the cluster for IPv4). Windows, which EKS does not
+// run in IPv6 clusters, registers its IPv4 address.
 func TestUserDataBootsInAnIPv6Cluster(t *testing.T) {
 	ca := base64.StdEncoding.EncodeToString([]byte("CA"))
 	cluster := Cluster{Name: "v6", Endpoint: "https://V6.gr7.us-west-2.eks.amazonaws.com", CABundle: ca, ServiceCIDR: "fd00:ab::/108"}
@@ -143,12 +151,20 @@ func TestUserDataBootsInAnIPv6Cluster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			node, err := fakeaws.Boot(t.Context(), fakeaws.BootRequest{Family: referee, InstanceType: "m5.large", VCPUs: 2, MemoryMiB: 8192, UserData: ud, Cluster: fakeCluster})
+			node, err := fakeaws.Boot(t.Context(), fakeaws.BootRequest{Family: referee, InstanceType: "m5.large", VCPUs: 2, MemoryMiB: 8192, UserData: ud, Cluster: fakeCluster,
+				PrivateIP: "10.0.3.7", IPv6Address: "2600:1f14:1:a00::7"})
 			if err != nil {
 				t.Fatalf("%v\nuser data:\n%s", err, ud)
 			}
 			if dns, _ := node.Kubelet["clusterDNS"].([]any); len(dns) != 1 || dns[0] != "fd00:ab::a" {
 				t.Errorf("clusterDNS %v, want [fd00:ab::a]", node.Kubelet["clusterDNS"])
+			}
+			want := "2600:1f14:1:a00::7"
+			if referee == "Windows" {
+				want = "10.0.3.7"
+			}
+			if node.NodeIP != want {
+				t.Errorf("node IP %s, want %s\nuser data:\n%s", node.NodeIP, want, ud)
 			}
 		})
 	}
@@ -156,15 +172,70 @@ func TestUserDataBootsInAnIPv6Cluster(t *testing.T) {
 
 // End to end in an IPv6 cluster: the provider reads the IPv6 service range from
 // DescribeCluster by the cluster's IP family, and the instance it launches joins
-// (the fake's kubelet boots it through the referee).
+// (the fake's kubelet boots it through the referee) with the IPv6 address of its
+// primary interface, from its subnet's IPv6 block, as its InternalIP. The fake's
+// dual-stack subnets assign no IPv6 address on creation, so the instance has one
+// only because the launch template asks for it.
 func TestIPv6ClusterNodeJoins(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, fakeaws.Options{PendingDelay: time.Millisecond, Cluster: fakeaws.Cluster{ServiceIPv6CIDR: "fd00:ab::/108"}})
-	nc := e.nodeClass(t, nil)
-	claim, err := e.cloud.Create(t.Context(), e.claim(nc, "v6"))
-	if err != nil {
-		t.Fatal(err)
+	// AL2, which EKS publishes no images of for 1.33 and later, boots in
+	// TestUserDataBootsInAnIPv6Cluster.
+	for _, family := range []string{"al2023", "bottlerocket"} {
+		t.Run(family, func(t *testing.T) {
+			nc := e.nodeClass(t, func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: family + "@latest"}}
+			})
+			claim, err := e.cloud.Create(t.Context(), e.claim(nc, "v6-"+family))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst := e.instanceOf(t, claim)
+			node := joinedNode(t, e, inst)
+			subnet := slices.IndexFunc(e.fake.InventorySnapshot().Subnets, func(s fakeaws.Subnet) bool { return s.ID == inst.SubnetID })
+			block := netip.MustParsePrefix(e.fake.InventorySnapshot().Subnets[subnet].IPv6CIDR)
+			want := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: inst.IPv6},
+				{Type: corev1.NodeHostName, Address: inst.PrivateDNSName}, {Type: corev1.NodeInternalDNS, Address: inst.PrivateDNSName}}
+			if a, err := netip.ParseAddr(inst.IPv6); err != nil || !block.Contains(a) {
+				t.Errorf("instance IPv6 address %q, want one of its subnet's block %s", inst.IPv6, block)
+			}
+			if diff := cmp.Diff(want, node.Status.Addresses); diff != "" {
+				t.Errorf("node addresses (-want +got):\n%s", diff)
+			}
+			if node.Spec.ProviderID != claim.Status.ProviderID || node.Name != inst.PrivateDNSName {
+				t.Errorf("node %s (%s), want the claim's %s named %s", node.Name, node.Spec.ProviderID, claim.Status.ProviderID, inst.PrivateDNSName)
+			}
+			// It takes pods: Ready, with the pod capacity the claim was planned with
+			// (the ENI formula, in an IPv6 cluster too).
+			ready := slices.ContainsFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool {
+				return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+			})
+			if pods := node.Status.Allocatable[corev1.ResourcePods]; !ready || pods.Value() != claim.Status.Allocatable.Pods().Value() || pods.Value() == 0 {
+				t.Errorf("node ready %v, allocatable pods %s; want ready with the claim's %s", ready, pods.String(), claim.Status.Allocatable.Pods().String())
+			}
+		})
 	}
+}
+
+// In an IPv6 cluster whose subnets have no IPv6 block, EC2 refuses the launch:
+// the launch template asks for an IPv6 address, which such a subnet cannot give.
+func TestIPv6ClusterWithoutDualStackSubnets(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, fakeaws.Options{PendingDelay: time.Millisecond, Cluster: fakeaws.Cluster{ServiceIPv6CIDR: "fd00:ab::/108"},
+		Inventory: func(inv *fakeaws.Inventory) {
+			for i := range inv.Subnets {
+				inv.Subnets[i].IPv6CIDR = ""
+			}
+		}})
+	nc := e.nodeClass(t, nil)
+	if _, err := e.cloud.Create(t.Context(), e.claim(nc, "v4-subnets")); err == nil || !strings.Contains(err.Error(), "IPv6") {
+		t.Errorf("launch: %v, want EC2's refusal of an IPv6 address in an IPv4-only subnet", err)
+	}
+}
+
+// joinedNode syncs the fake's kubelets until the instance's node registers.
+func joinedNode(t *testing.T, e *testEnv, inst fakeaws.Instance) corev1.Node {
+	t.Helper()
 	nodes := fakeclient.NewClientBuilder().Build()
 	k := fakeaws.NewKubelet(e.fake, nodes, fakeaws.KubeletOptions{})
 	deadline := time.Now().Add(30 * time.Second)
@@ -174,13 +245,15 @@ func TestIPv6ClusterNodeJoins(t *testing.T) {
 		if lerr := nodes.List(t.Context(), list); lerr != nil {
 			t.Fatal(lerr)
 		}
-		if len(list.Items) == 1 {
-			if list.Items[0].Spec.ProviderID != claim.Status.ProviderID {
-				t.Errorf("node %s, want the claim's %s", list.Items[0].Spec.ProviderID, claim.Status.ProviderID)
+		for _, n := range list.Items {
+			if n.Annotations[fakeaws.InstanceAnnotation] == inst.ID {
+				return n
 			}
-			return
 		}
-		if err != nil || time.Now().After(deadline) {
+		if why := k.BootError(inst.ID); why != "" {
+			t.Fatalf("the node of %s never joins: %s", inst.ID, why)
+		}
+		if time.Now().After(deadline) {
 			t.Fatalf("no node joined: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -112,7 +112,7 @@ func (o *ReleaseOrder) WithoutHold() *ReleaseOrder {
 // Batch starts a batch of new nodes of these sizes (see NodeSize); its claims are
 // added as they are created, before their nodes can boot. Its tiers are the nodes
 // of the smallest size tier (see sizeTier) and the rest. A batch of nodes of one
-// size tier holds nothing back, and is nil.
+// size tier holds nothing back, and is nil (see Together).
 func (o *ReleaseOrder) Batch(sizes []float64) *ReleaseBatch {
 	if o == nil {
 		return nil
@@ -125,12 +125,26 @@ func (o *ReleaseOrder) Batch(sizes []float64) *ReleaseBatch {
 	if !slices.ContainsFunc(tiers, func(t int) bool { return t != smallest }) {
 		return nil
 	}
-	b := &ReleaseBatch{order: o, ranks: make([]int, len(sizes)), releaseAt: map[int]time.Time{}}
+	b := o.Together(len(sizes))
 	for i, tier := range tiers {
 		if tier != smallest {
 			b.ranks[i] = 1
 		}
 	}
+	return b
+}
+
+// Together starts a batch of n new nodes of one rank: each is held back until
+// every other has joined (for MaxReleaseHold at most), so that they open at one
+// moment. On a cloud whose nodes come up tens of seconds apart in random order,
+// the first node open otherwise draws every pod it can hold, planned elsewhere or
+// not, and pods of several shapes or spread over zones no longer fit the room
+// left where they were planned.
+func (o *ReleaseOrder) Together(n int) *ReleaseBatch {
+	if o == nil {
+		return nil
+	}
+	b := &ReleaseBatch{order: o, ranks: make([]int, n), releaseAt: map[int]time.Time{}}
 	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()

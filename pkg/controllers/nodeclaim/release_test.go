@@ -281,3 +281,42 @@ func TestPodsPlacedAfterOthersOpenLast(t *testing.T) {
 		t.Error("a spread pod's small node waits though no spread pod is on a large node")
 	}
 }
+
+// Nodes of one size started together (pods of several shapes, or spread over
+// zones) register at one moment once every one of them joined, and a node that
+// joined first is held for MaxReleaseHold at most.
+func TestReleaseTogether(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	o := NewReleaseOrder(clk)
+	b := o.Together(3)
+	for i, name := range []string{"a", "b", "c"} {
+		b.Add(i, name)
+	}
+	if h := o.Hold("a"); h == 0 {
+		t.Fatal("a released while b and c still boot")
+	}
+	clk.Step(5 * time.Second)
+	if h := o.Hold("b"); h == 0 {
+		t.Fatal("b released while c still boots")
+	}
+	clk.Step(time.Second)
+	hc := o.Hold("c")
+	if hc <= 0 || hc > 2*releasePoll {
+		t.Fatalf("c held %v, want the moment all three register, within %v", hc, 2*releasePoll)
+	}
+	for _, name := range []string{"a", "b"} {
+		if h := o.Hold(name); h != hc {
+			t.Errorf("%s held %v, c %v: not released together", name, h, hc)
+		}
+	}
+
+	// A node whose peers never come is held MaxReleaseHold at most.
+	b = o.Together(2)
+	b.Add(0, "early")
+	b.Add(1, "never")
+	o.Hold("early")
+	clk.Step(MaxReleaseHold)
+	if h := o.Hold("early"); h != 0 {
+		t.Errorf("early held %v after MaxReleaseHold", h)
+	}
+}

@@ -346,8 +346,14 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		sizes[i] = nodeclaim.NodeSize(n.InstanceType.Capacity.Cpu().MilliValue(), n.InstanceType.Capacity.Memory().Value())
 	}
 	batch := p.release.Batch(sizes)
+	severalShapes := podShapes(plan.NewNodes) > 1
+	// Nodes all of one size still open together when their pods differ: pods
+	// of one shape fit wherever another was planned, these do not.
+	if batch == nil && severalShapes && len(sizes) > 1 {
+		batch = p.release.Together(len(sizes))
+	}
 	batch.AfterOthers(withPodsPlacedAfterOthers(plan.NewNodes))
-	if podShapes(plan.NewNodes) > 1 {
+	if severalShapes {
 		batch.NominatePods()
 	}
 	created, refused, err := p.create(ctx, pools, types, newLimitBudget(pools, used), plan.NewNodes, batch)

@@ -72,6 +72,7 @@ var withResource = append(slices.Clone(nodeLabels), "resource_type")
 var (
 	famPending  = gauge("tailor_pods_pending", "Pods the kube-scheduler could not place and Tailor provisions for.")
 	famPrice    = gauge("tailor_cluster_price_per_hour", "Hourly price of the nodes Tailor launched, at their offerings' prices.")
+	famCost     = gauge("tailor_cluster_cost_per_hour", "Hourly cost of the nodes Tailor launched, by NodePool and what is paid for: instances (their offerings' prices), volumes, addresses and per_node (the NodeClass's and the operator's per-node costs).", "nodepool", "component")
 	famUsage    = gauge("karpenter_nodepools_usage", "The amount of resources provisioned for a NodePool, by NodePool and resource type.", "nodepool", "resource_type")
 	famLimit    = gauge("karpenter_nodepools_limit", "A NodePool's limits, by NodePool and resource type.", "nodepool", "resource_type")
 	famAlloc    = gauge("karpenter_nodes_allocatable", "Node allocatable are the resources allocatable by nodes.", withResource...)
@@ -109,7 +110,7 @@ var (
 	famNodeTerm       = gauge("operator_node_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", terminationLabels...)
 )
 
-var clusterFamilies = []*family{famPending, famPrice, famUsage, famLimit, famAlloc, famPodReq, famPodLim, famDSReq, famDSLim,
+var clusterFamilies = []*family{famPending, famPrice, famCost, famUsage, famLimit, famAlloc, famPodReq, famPodLim, famDSReq, famDSLim,
 	famOverhead, famLifetime, famUtil, famPodState, famNodeCount, famSynced, famUnsynced, famPrice1, famAvail, famCPU, famMemory,
 	famClaimCondCount, famClaimCondAge, famClaimTerm, famPoolCondCount, famPoolCondAge, famPoolTerm, famNodeCondCount, famNodeCondAge, famNodeTerm}
 
@@ -157,6 +158,9 @@ type clusterView struct {
 	Claims    []v1.NodeClaim
 	Nodes     []corev1.Node
 	Types     map[string][]*scheduling.InstanceType // by NodePool
+	// NodeCosts are each NodePool's per-node costs besides the instance; a pool
+	// whose costs could not be read is missing.
+	NodeCosts map[string]scheduling.NodeCost
 }
 
 // sample is one series of a family.
@@ -196,11 +200,23 @@ func clusterMetrics(in clusterView) []sample {
 		for _, name := range sortedNames(corev1.ResourceList(np.Spec.Limits)) {
 			add(famLimit, metrics.Value(name, np.Spec.Limits[name]), np.Name, metrics.ResourceType(name))
 		}
+		instances, launched := 0.0, 0
 		for _, nc := range in.Claims {
 			if nc.Labels[v1.NodePoolLabelKey] == np.Name {
 				p, _ := scheduling.OfferingPrice(in.Types[np.Name], nc.Labels)
-				price += p
+				instances += p
+				if nc.Status.ProviderID != "" {
+					launched++
+				}
 			}
+		}
+		price += instances
+		add(famCost, instances, np.Name, "instances")
+		if cost, ok := in.NodeCosts[np.Name]; ok {
+			n := float64(launched)
+			add(famCost, n*cost.Volumes, np.Name, "volumes")
+			add(famCost, n*cost.Addresses, np.Name, "addresses")
+			add(famCost, n*cost.PerNode, np.Name, "per_node")
 		}
 	}
 	add(famPrice, price)

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
+	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // Per-node gauges carry managed and the AWS provider's well-known labels; claims,
@@ -51,5 +53,40 @@ func TestNodeLabelsAndStatusConditions(t *testing.T) {
 		if !ok || got != want.value {
 			t.Errorf("%s{%s} = %v (present %v), want %v; have %v", want.family, want.labels, got, ok, want.value, series[want.family])
 		}
+	}
+}
+
+// tailor_cluster_cost_per_hour splits each NodePool's hourly cost: its claims'
+// offering prices, and per launched claim the NodePool's per-node costs.
+func TestCostPerHourByComponent(t *testing.T) {
+	labels := map[string]string{v1.NodePoolLabelKey: "default", v1.LabelInstanceType: "m5.large",
+		v1.LabelZone: "zone-a", v1.CapacityTypeLabelKey: v1.CapacityTypeSpot}
+	launched := func(name string) v1.NodeClaim {
+		return v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Status: v1.NodeClaimStatus{ProviderID: "sim:///" + name}}
+	}
+	pending := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1.NodePoolLabelKey: "default"}}}
+	types := []*scheduling.InstanceType{{Name: "m5.large", Offerings: []scheduling.Offering{{Zone: "zone-a", CapacityType: v1.CapacityTypeSpot, Price: 0.04}}}}
+	out := clusterMetrics(clusterView{Now: time.Now(), Listed: true,
+		NodePools: []v1.NodePool{{ObjectMeta: metav1.ObjectMeta{Name: "default"}}},
+		Claims:    []v1.NodeClaim{launched("a"), launched("b"), pending},
+		Types:     map[string][]*scheduling.InstanceType{"default": types},
+		NodeCosts: map[string]scheduling.NodeCost{"default": {Volumes: 0.002, Addresses: 0.005, PerNode: 0.01}}})
+	got := map[string]float64{}
+	for _, s := range out {
+		switch s.family.name {
+		case "tailor_cluster_cost_per_hour":
+			got[s.labels[0]+"/"+s.labels[1]] = s.value
+		case "tailor_cluster_price_per_hour":
+			got["price"] = s.value
+		}
+	}
+	want := map[string]float64{"default/instances": 0.08, "default/volumes": 0.004, "default/addresses": 0.01, "default/per_node": 0.02, "price": 0.08}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("series %v, want %v", got, want)
 	}
 }

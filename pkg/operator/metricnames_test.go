@@ -126,6 +126,7 @@ var karpenterMetrics = map[string][]string{
 var tailorMetrics = map[string][]string{
 	"tailor_pods_pending":           nil,
 	"tailor_cluster_price_per_hour": nil,
+	"tailor_cluster_cost_per_hour":  {"nodepool", "component"},
 }
 
 // descPattern reads a Desc's name and variable labels from its String form, which

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/state"
 )
 
 // clusterCollector reports the cluster as Tailor sees it at each scrape, read from
@@ -43,6 +44,8 @@ type clusterCollector struct {
 	// leader reports, so dashboards that sum the series count each node once,
 	// as with Karpenter, whose standby replicas report no cluster state.
 	leading func() bool
+	// nodeCosts reads a NodePool's per-node costs from the cloud; nil reads none.
+	nodeCosts func(context.Context, *v1.NodePool) (scheduling.NodeCost, error)
 }
 
 // podEvents is the part of the pod informer the collector uses.
@@ -78,6 +81,12 @@ var (
 	podSchedulingUndecidedTime = prometheus.NewDesc("karpenter_pods_provisioning_scheduling_undecided_time_seconds",
 		"The time since the provisioner first saw the pod pending, for each unbound pod it has not yet decided on.", []string{"name", "namespace"}, nil)
 )
+
+// CostNodesWith has the cost metrics read each NodePool's per-node costs from the
+// cloud (see cloudprovider.NodeCosts); without it only the operator's count.
+func (c *clusterCollector) CostNodesWith(f func(context.Context, *v1.NodePool) (scheduling.NodeCost, error)) {
+	c.nodeCosts = f
+}
 
 // TimePods has the pod metrics read the provisioner's times of each pod from t.
 // Call it before the pod informer starts.
@@ -128,9 +137,18 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		in.Listed = true
 		in.NodePools, in.Claims, in.Nodes = pools.Items, claims.Items, nodes.Items
 		in.Types = map[string][]*scheduling.InstanceType{}
+		in.NodeCosts = map[string]scheduling.NodeCost{}
+		var cloudCost func(*v1.NodePool) (scheduling.NodeCost, error)
+		if c.nodeCosts != nil {
+			cloudCost = func(np *v1.NodePool) (scheduling.NodeCost, error) { return c.nodeCosts(ctx, np) }
+		}
 		for i := range pools.Items {
-			if types, err := c.types(ctx, &pools.Items[i]); err == nil {
-				in.Types[pools.Items[i].Name] = types
+			np := &pools.Items[i]
+			if types, err := c.types(ctx, np); err == nil {
+				in.Types[np.Name] = types
+			}
+			if cost, err := state.PoolNodeCost(np, cloudCost); err == nil {
+				in.NodeCosts[np.Name] = cost
 			}
 		}
 	}

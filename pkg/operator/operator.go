@@ -221,6 +221,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if err != nil {
 		return err
 	}
+	collector.CostNodesWith(cloudprovider.NodeCosts(prov.cloud))
 	podTimes := tailormetrics.NewPodTimes()
 	collector.TimePods(podTimes)
 	collector.leading = func() bool {

@@ -24,7 +24,7 @@ import (
 // call's draw, in that order, for one NodeClass and seed. Durations are in
 // nanoseconds. Past the end, the draws start again from the first.
 type Draws struct {
-	Launches []Launch       `json:"launches"`
+	Launches []Launch        `json:"launches"`
 	API      []time.Duration `json:"api"`
 }
 

@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
+	"github.com/nodetailor/tailor/pkg/metrics"
 )
 
 // Interruption kinds, as the interruption controller names its events and counts
@@ -46,7 +47,7 @@ var (
 	interruptionQueueDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "karpenter_interruption_message_queue_duration_seconds",
 		Help:    "Time from a message's arrival in the interruption queue to its handling.",
-		Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600},
+		Buckets: metrics.DurationBuckets(),
 	})
 )
 

@@ -3,10 +3,13 @@ package aws
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/fakeaws"
+	"github.com/nodetailor/tailor/pkg/metrics"
 )
 
 // Each offering a fleet answer fails counts once, in its zone and zone ID, with
@@ -65,5 +68,21 @@ func TestLaunchFailureReason(t *testing.T) {
 		if got := launchFailureReason(tc.code, tc.msg); got != tc.want {
 			t.Errorf("launchFailureReason(%s, %q) = %s, want %s", tc.code, tc.msg, got, tc.want)
 		}
+	}
+}
+
+// The queue duration has the buckets of Karpenter's AWS provider: its duration
+// buckets, 5 ms to 10 min.
+func TestInterruptionQueueDurationBuckets(t *testing.T) {
+	m := &dto.Metric{}
+	if err := interruptionQueueDuration.Write(m); err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, b := range m.GetHistogram().GetBucket() {
+		got = append(got, b.GetUpperBound())
+	}
+	if diff := cmp.Diff(metrics.DurationBuckets(), got); diff != "" {
+		t.Errorf("karpenter_interruption_message_queue_duration_seconds buckets (-Karpenter's +got):\n%s", diff)
 	}
 }

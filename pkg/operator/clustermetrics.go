@@ -70,9 +70,12 @@ var withResource = append(slices.Clone(nodeLabels), "resource_type")
 // The collector's families, under Karpenter's names and labels; tailor_ ones are
 // Tailor's own.
 var (
-	famPending  = gauge("tailor_pods_pending", "Pods the kube-scheduler could not place and Tailor provisions for.")
-	famPrice    = gauge("tailor_cluster_price_per_hour", "Hourly price of the nodes Tailor launched, at their offerings' prices.")
-	famCost     = gauge("tailor_cluster_cost_per_hour", "Hourly cost of the nodes Tailor launched, by NodePool and what is paid for: instances (their offerings' prices), volumes, addresses and per_node (the NodeClass's and the operator's per-node costs).", "nodepool", "component")
+	famPending = gauge("tailor_pods_pending", "Pods the kube-scheduler could not place and Tailor provisions for.")
+	famPrice   = gauge("tailor_cluster_price_per_hour", "Hourly price of the nodes Tailor launched, at their offerings' prices.")
+	famCost    = gauge("tailor_cluster_cost_per_hour", "Hourly cost of the nodes Tailor launched, by NodePool and what is paid for: instances (their offerings' prices), volumes, addresses and per_node (the NodeClass's and the operator's per-node costs).", "nodepool", "component")
+	// Karpenter's cost tracker sums the offering prices of each NodePool's
+	// NodeClaims: the instances component of famCost.
+	famPoolCost = gauge("karpenter_nodepools_cost_total", "Total cost of the nodepool from Karpenter's perspective: the hourly offering prices of its NodeClaims. Not an authoritative source for billing.", "nodepool")
 	famUsage    = gauge("karpenter_nodepools_usage", "The amount of resources provisioned for a NodePool, by NodePool and resource type.", "nodepool", "resource_type")
 	famLimit    = gauge("karpenter_nodepools_limit", "A NodePool's limits, by NodePool and resource type.", "nodepool", "resource_type")
 	famAlloc    = gauge("karpenter_nodes_allocatable", "Node allocatable are the resources allocatable by nodes.", withResource...)
@@ -110,7 +113,7 @@ var (
 	famNodeTerm       = gauge("operator_node_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", terminationLabels...)
 )
 
-var clusterFamilies = []*family{famPending, famPrice, famCost, famUsage, famLimit, famAlloc, famPodReq, famPodLim, famDSReq, famDSLim,
+var clusterFamilies = []*family{famPending, famPrice, famCost, famPoolCost, famUsage, famLimit, famAlloc, famPodReq, famPodLim, famDSReq, famDSLim,
 	famOverhead, famLifetime, famUtil, famPodState, famNodeCount, famSynced, famUnsynced, famPrice1, famAvail, famCPU, famMemory,
 	famClaimCondCount, famClaimCondAge, famClaimTerm, famPoolCondCount, famPoolCondAge, famPoolTerm, famNodeCondCount, famNodeCondAge, famNodeTerm}
 
@@ -212,6 +215,7 @@ func clusterMetrics(in clusterView) []sample {
 		}
 		price += instances
 		add(famCost, instances, np.Name, "instances")
+		add(famPoolCost, instances, np.Name)
 		if cost, ok := in.NodeCosts[np.Name]; ok {
 			n := float64(launched)
 			add(famCost, n*cost.Volumes, np.Name, "volumes")

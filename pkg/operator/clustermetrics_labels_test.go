@@ -78,9 +78,14 @@ func TestCostPerHourByComponent(t *testing.T) {
 			got[s.labels[0]+"/"+s.labels[1]] = s.value
 		case "tailor_cluster_price_per_hour":
 			got["price"] = s.value
+		case "karpenter_nodepools_cost_total":
+			got["cost_total/"+s.labels[0]] = s.value
 		}
 	}
-	want := map[string]float64{"default/instances": 0.08, "default/volumes": 0.004, "default/addresses": 0.01, "default/per_node": 0.02, "price": 0.08}
+	// karpenter_nodepools_cost_total is Karpenter's cost tracker's sum: the
+	// offering prices of the NodePool's claims, nothing per node.
+	want := map[string]float64{"default/instances": 0.08, "default/volumes": 0.004, "default/addresses": 0.01, "default/per_node": 0.02, "price": 0.08,
+		"cost_total/default": 0.08}
 	for k, w := range want {
 		if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9 {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, w)

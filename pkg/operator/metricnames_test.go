@@ -78,6 +78,7 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_nodepools_limit":                   {"nodepool", "resource_type"},
 	"karpenter_nodepools_allowed_disruptions":     {"nodepool", "reason"},
 	"karpenter_nodepools_nodes_consuming_budgets": {"nodepool", "reason"},
+	"karpenter_nodepools_cost_total":              {"nodepool"},
 
 	"karpenter_voluntary_disruption_decisions_total":                      {"decision", "reason", "consolidation_type"},
 	"karpenter_voluntary_disruption_eligible_nodes":                       {"reason"},

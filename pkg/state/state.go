@@ -17,12 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -34,6 +36,17 @@ type Cluster struct {
 	pods      PodStore
 	synced    []Syncer
 	nodeCosts func(context.Context, *v1.NodePool) (scheduling.NodeCost, error)
+	// refs, when set, reads what CapacityBuffers refer to (see WithBuffers).
+	refs client.Reader
+}
+
+// WithBuffers has Snapshot read CapacityBuffers (autoscaling.x-k8s.io/v1beta1)
+// through the cache, and the PodTemplates and workloads they name through refs:
+// an uncached reader, as the cache keeps no workload's pod template. Leave it out
+// where the API server does not serve CapacityBuffers.
+func (c *Cluster) WithBuffers(refs client.Reader) *Cluster {
+	c.refs = refs
+	return c
 }
 
 // Syncer is an informer: it says whether it holds its initial list yet.
@@ -121,6 +134,9 @@ type Snapshot struct {
 	// controlling owner by its UID: how many of its replicas a ReplicaSet, a
 	// StatefulSet or a Job has made so far.
 	Owned map[types.UID]int
+	// Buffers are the CapacityBuffers, resolved into placeholder pods or
+	// refused; the pods are in no list of Input.
+	Buffers []*Buffer
 	// TypesFailed names the NodePools whose instance types could not be read (a
 	// NodeClass not resolved yet, a cloud API error): no object the caller
 	// watches need change when they can be.
@@ -171,11 +187,69 @@ func (c *Cluster) Snapshot(ctx context.Context, instanceTypes func(*v1.NodePool)
 			return nil, fmt.Errorf("listing %T: %w", list, err)
 		}
 	}
-	return Build(&Objects{Pods: pods, Nodes: pointers(nodes.Items), NodeClaims: pointers(claims.Items), NodePools: pointers(pools.Items),
+	objs := &Objects{Pods: pods, Nodes: pointers(nodes.Items), NodeClaims: pointers(claims.Items), NodePools: pointers(pools.Items),
 		DaemonSets: pointers(daemonSets.Items), PersistentVolumeClaims: pointers(pvcs.Items), PersistentVolumes: pointers(pvs.Items),
 		StorageClasses: pointers(classes.Items), CSINodes: pointers(csiNodes.Items), Namespaces: pointers(namespaces.Items),
-		PodDisruptionBudgets: pointers(pdbs.Items)},
-		instanceTypes, BuildOptions{NodeCost: c.poolCosts(ctx)}), nil
+		PodDisruptionBudgets: pointers(pdbs.Items)}
+	if err := c.readBuffers(ctx, objs); err != nil {
+		return nil, err
+	}
+	return Build(objs, instanceTypes, BuildOptions{NodeCost: c.poolCosts(ctx)}), nil
+}
+
+// +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=capacitybuffers,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=podtemplates,verbs=get
+// +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets,verbs=get
+
+// readBuffers adds the CapacityBuffers and what they name to objs. A reference
+// not found is left out (the buffer is refused for it); any other error fails
+// the snapshot, as a buffer must not lose its room to a passing API error.
+func (c *Cluster) readBuffers(ctx context.Context, objs *Objects) error {
+	if c.refs == nil {
+		return nil
+	}
+	var buffers cb.CapacityBufferList
+	if err := c.kube.List(ctx, &buffers, read); err != nil {
+		return fmt.Errorf("listing CapacityBuffers: %w", err)
+	}
+	objs.CapacityBuffers = pointers(buffers.Items)
+	for _, b := range objs.CapacityBuffers {
+		var obj client.Object
+		switch ref := b.Spec.PodTemplateRef; {
+		case ref != nil:
+			obj = &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: ref.Name}}
+		case b.Spec.ScalableRef != nil && b.Spec.ScalableRef.APIGroup == "apps":
+			name := metav1.ObjectMeta{Name: b.Spec.ScalableRef.Name}
+			switch b.Spec.ScalableRef.Kind {
+			case "Deployment":
+				obj = &appsv1.Deployment{ObjectMeta: name}
+			case "ReplicaSet":
+				obj = &appsv1.ReplicaSet{ObjectMeta: name}
+			case "StatefulSet":
+				obj = &appsv1.StatefulSet{ObjectMeta: name}
+			}
+		}
+		if obj == nil {
+			continue
+		}
+		if err := c.refs.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: obj.GetName()}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading what CapacityBuffer %s/%s refers to: %w", b.Namespace, b.Name, err)
+		}
+		switch o := obj.(type) {
+		case *corev1.PodTemplate:
+			objs.PodTemplates = append(objs.PodTemplates, o)
+		case *appsv1.Deployment:
+			objs.Deployments = append(objs.Deployments, o)
+		case *appsv1.ReplicaSet:
+			objs.ReplicaSets = append(objs.ReplicaSets, o)
+		case *appsv1.StatefulSet:
+			objs.StatefulSets = append(objs.StatefulSets, o)
+		}
+	}
+	return nil
 }
 
 // poolCosts is the cloud's per-node costs of a pool, for Build; nil without them.
@@ -210,6 +284,14 @@ type Objects struct {
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
 	// CSINodes give the nodes' CSI volume attach limits.
 	CSINodes []*storagev1.CSINode
+	// CapacityBuffers ask for spare room; PodTemplates and the workloads
+	// (Deployments, ReplicaSets, StatefulSets) their references name give it a
+	// shape and a size (see Buffer).
+	CapacityBuffers []*cb.CapacityBuffer
+	PodTemplates    []*corev1.PodTemplate
+	Deployments     []*appsv1.Deployment
+	ReplicaSets     []*appsv1.ReplicaSet
+	StatefulSets    []*appsv1.StatefulSet
 }
 
 // StaticUnavailable is why a static NodePool is not used for pending pods.
@@ -320,6 +402,7 @@ func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.Instan
 	in.CSINodes = objs.CSINodes
 	in.Namespaces = objs.Namespaces
 	snap.PDBs = objs.PodDisruptionBudgets
+	snap.Buffers = resolveBuffers(objs)
 	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})

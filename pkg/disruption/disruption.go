@@ -152,6 +152,10 @@ type Decision struct {
 	Eligible map[v1.DisruptionReason]int
 	// Allowed is each NodePool's remaining budget per reason.
 	Allowed map[string]map[v1.DisruptionReason]int
+	// Budgets are each NodePool's budgets per reason before the nodes already
+	// disrupting count against them: how many of its nodes may be disrupting at
+	// once (math.MaxInt when no budget active limits it).
+	Budgets map[string]map[v1.DisruptionReason]int
 	// Disrupting is, for each NodePool, how many of its nodes already count
 	// against its budgets (being deleted or disrupted, or NotReady).
 	Disrupting map[string]int
@@ -195,7 +199,7 @@ type Candidate struct {
 // controller carries it out and asks again.
 func Decide(in *Input) *Decision {
 	d := newDecider(in)
-	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed, Disrupting: d.disrupting, States: map[string]ClaimState{}}
+	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed, Budgets: d.budgets, Disrupting: d.disrupting, States: map[string]ClaimState{}}
 	for _, c := range d.candidates {
 		dec.States[c.Claim.Name] = ClaimState{Drifted: c.drift, Consolidatable: c.consolidatable}
 	}
@@ -220,7 +224,8 @@ type decider struct {
 	opts       Options
 	candidates []*Candidate // cheapest to disrupt first
 	allowed    map[string]map[v1.DisruptionReason]int
-	disrupting map[string]int // by NodePool, of those in allowed
+	budgets    map[string]map[v1.DisruptionReason]int // allowed with nothing disrupting
+	disrupting map[string]int                         // by NodePool, of those in allowed
 	pdbs       []pdb
 	// nodes are all the nodes, launching ones too: pending pods are planned onto them.
 	nodes []*scheduling.Node
@@ -327,24 +332,25 @@ func newDecider(in *Input) *decider {
 		}
 	}
 	d.allowed = map[string]map[v1.DisruptionReason]int{}
+	d.budgets = map[string]map[v1.DisruptionReason]int{}
 	d.disrupting = map[string]int{}
-	// emptyLimit is how many empty nodes each NodePool's budgets let go now with
-	// nothing else disrupting: none means its empty nodes wait for a schedule or a
-	// change of budget, not for the commands in flight.
-	emptyLimit := map[string]int{}
 	for name, p := range pools {
 		d.allowed[name] = map[v1.DisruptionReason]int{}
+		d.budgets[name] = map[v1.DisruptionReason]int{}
 		d.disrupting[name] = disrupting[name]
 		for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
 			d.allowed[name][r] = Allowed(p.NodePool.Spec.Disruption.Budgets, r, in.Now, total[name], disrupting[name])
+			d.budgets[name][r] = Allowed(p.NodePool.Spec.Disruption.Budgets, r, in.Now, total[name], 0)
 		}
-		emptyLimit[name] = Allowed(p.NodePool.Spec.Disruption.Budgets, v1.DisruptionReasonEmpty, in.Now, total[name], 0)
 	}
 	d.dests = d.destinations()
 	d.needed = d.settle()
 	d.waiting = map[string]emptyWait{}
 	for _, c := range d.candidates {
-		if pool := c.Pool.NodePool.Name; emptyLimit[pool] > 0 && d.waitingEmpty(c) {
+		// A NodePool whose budgets let no empty node go even with nothing else
+		// disrupting keeps its empty nodes waiting for a schedule or a change of
+		// budget, not for the commands in flight.
+		if pool := c.Pool.NodePool.Name; d.budgets[pool][v1.DisruptionReasonEmpty] > 0 && d.waitingEmpty(c) {
 			w := d.waiting[pool]
 			w.nodes++
 			w.saving += c.Price

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -361,6 +362,33 @@ func TestDisruptingNodesCountAgainstBudget(t *testing.T) {
 	}
 	if dec.Allowed["default"][v1.DisruptionReasonEmpty] != 0 {
 		t.Errorf("allowed = %d, want 0", dec.Allowed["default"][v1.DisruptionReasonEmpty])
+	}
+	// The budget itself, as Karpenter's allowed_disruptions reports it: the nodes
+	// disrupting do not lower it.
+	if got := dec.Budgets["default"][v1.DisruptionReasonEmpty]; got != 1 {
+		t.Errorf("budget = %d, want 1", got)
+	}
+}
+
+// A NodePool's budget for a reason is the most restrictive budget active for it,
+// a percentage of its initialized nodes rounded up; with none active, unlimited.
+func TestBudgetsBeforeDisrupting(t *testing.T) {
+	c := newCluster(t)
+	never := "0 0 1 1 *"
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "50%"}, {Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}},
+		{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonUnderutilized}, Schedule: &never, Duration: &metav1.Duration{Duration: time.Minute}}}
+	for range 3 {
+		c.node(3, v1.CapacityTypeOnDemand, pod("3", "1Gi"))
+	}
+	going := c.node(3, v1.CapacityTypeOnDemand)
+	going.Node.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint}
+	dec := Decide(c.in)
+	want := map[v1.DisruptionReason]int{v1.DisruptionReasonEmpty: 2, v1.DisruptionReasonDrifted: 0, v1.DisruptionReasonUnderutilized: 2}
+	if diff := cmp.Diff(want, dec.Budgets["default"]); diff != "" {
+		t.Errorf("budgets of 4 nodes, one disrupting (-want +got):\n%s", diff)
+	}
+	if got := dec.Allowed["default"][v1.DisruptionReasonEmpty]; got != 1 {
+		t.Errorf("allowed = %d, want 1 (the budget of 2 less the node disrupting)", got)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -163,9 +164,12 @@ func (c *Controller) Pass(ctx context.Context) (*disrupt.Command, error) {
 	for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized} {
 		EligibleNodes.WithLabelValues(metricReason(r)).Set(float64(dec.Eligible[r]))
 	}
-	for pool, byReason := range dec.Allowed {
+	// As Karpenter reports them: the budget before the nodes consuming it (so the
+	// budget left is allowed_disruptions less nodes_consuming_budgets), and
+	// MaxInt32 when no budget limits the NodePool.
+	for pool, byReason := range dec.Budgets {
 		for r, n := range byReason {
-			AllowedDisruptions.WithLabelValues(pool, metricReason(r)).Set(float64(min(n, 1<<20)))
+			AllowedDisruptions.WithLabelValues(pool, metricReason(r)).Set(budgetValue(n))
 			NodesConsumingBudgets.WithLabelValues(pool, metricReason(r)).Set(float64(dec.Disrupting[pool]))
 		}
 	}
@@ -599,6 +603,9 @@ const (
 	// ReasonDisruptionTerminating, on a candidate deleted by a command.
 	ReasonDisruptionTerminating = "DisruptionTerminating"
 )
+
+// budgetValue is a budget as Karpenter reports it: MaxInt32 when unlimited.
+func budgetValue(n int) float64 { return float64(min(n, math.MaxInt32)) }
 
 // reportBudgets makes an event on each NodePool whose budget newly allows no
 // disruption for a reason (once while it lasts), as Karpenter does.

@@ -41,7 +41,7 @@ var (
 	}, []string{"reason"})
 	AllowedDisruptions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "karpenter_nodepools_allowed_disruptions",
-		Help: "How many more nodes each NodePool's budgets allow to be disrupted now, by reason.",
+		Help: "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time, by its budgets, by reason; the nodes already disrupting count against it (nodes_consuming_budgets).",
 	}, []string{"nodepool", "reason"})
 	// NodesConsumingBudgets is, per NodePool, the nodes counted against its
 	// budgets in the last pass; Karpenter sets it for every reason, the count being

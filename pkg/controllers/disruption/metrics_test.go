@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -114,7 +115,7 @@ func TestFailedValidationsAndDecisionsByNodePool(t *testing.T) {
 }
 
 // A NotReady node consumes its NodePool's budget: each pass reports it for every
-// reason, beside the budget left, as Karpenter does.
+// reason, beside the budget, as Karpenter does.
 func TestNodesConsumingBudgets(t *testing.T) {
 	kube, reader := manager(t)
 	ctx := t.Context()
@@ -160,5 +161,19 @@ func TestNodesConsumingBudgets(t *testing.T) {
 		if got := testutil.ToFloat64(NodesConsumingBudgets.WithLabelValues("consuming", reason)); got != 1 {
 			t.Errorf("karpenter_nodepools_nodes_consuming_budgets{nodepool=consuming, reason=%s} = %v, want 1 (the NotReady node)", reason, got)
 		}
+		// Karpenter reports the budget, not what is left of it.
+		if got := testutil.ToFloat64(AllowedDisruptions.WithLabelValues("consuming", reason)); got != 2 {
+			t.Errorf("karpenter_nodepools_allowed_disruptions{nodepool=consuming, reason=%s} = %v, want 2 (100%% of 2 nodes)", reason, got)
+		}
+	}
+}
+
+// A NodePool no budget limits reports MaxInt32, as Karpenter's does.
+func TestUnlimitedBudgetValue(t *testing.T) {
+	if got := budgetValue(math.MaxInt); got != math.MaxInt32 {
+		t.Errorf("unlimited budget = %v, want %v", got, math.MaxInt32)
+	}
+	if got := budgetValue(3); got != 3 {
+		t.Errorf("budget of 3 = %v, want 3", got)
 	}
 }

@@ -4,7 +4,7 @@ BIN := $(CURDIR)/bin
 export TAILOR_BIN_DIR := $(BIN)
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all build image tools generate verify-generate fmt vet lint test test-unit fidelity chart-test image-test bench fuzz demo clean
+.PHONY: all build image tools generate verify-generate fmt vet lint test test-unit fidelity chart-test image-test bench bench-karpenter fuzz demo clean
 
 all: build
 
@@ -47,6 +47,7 @@ tools:
 generate: tools
 	$(BIN)/controller-gen object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd
+	go run ./hack/crdpatch config/crd
 	cp config/crd/*.yaml charts/tailor-crd/templates/
 	bash hack/generate-rbac.sh
 
@@ -64,10 +65,12 @@ lint vet:
 	@go mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 	@# The chart and image modules import the main module (hack/chart also internal/fakeaws):
 	@# a new import there changes what they need.
-	@for m in hack/chart hack/image hack/eksnode; do (cd $$m && go mod tidy -diff) || { echo "$$m: go.mod or go.sum is not tidy: cd $$m && go mod tidy"; exit 1; }; done
+	@for m in hack/chart hack/image hack/eksnode hack/karpenter; do (cd $$m && go mod tidy -diff) || { echo "$$m: go.mod or go.sum is not tidy: cd $$m && go mod tidy"; exit 1; }; done
 	@# The fake AWS's node referee is a module of its own (the kubelet's packages need
-	@# k8s.io/kubernetes's replace directives).
+	@# k8s.io/kubernetes's replace directives); so is Karpenter's kwok controller
+	@# (newer Kubernetes libraries than ours), which only bench-karpenter builds.
 	cd hack/eksnode && go vet ./...
+	cd hack/karpenter && go vet ./...
 
 ## test: builds the tools if needed, checks formatting, vet and generated files, then
 ## runs every test with the race detector, and the differential test against the
@@ -104,6 +107,15 @@ chart-test: tools
 BENCH ?= .
 bench:
 	go test -run '^$$' -bench '$(BENCH)' -benchtime 3x -benchmem ./pkg/scheduling/
+
+## bench-karpenter: Tailor and Karpenter side by side on one local control plane
+## (test/sidebyside; docs/benchmarks.md): builds Karpenter's kwok controller
+## (hack/karpenter) first. SIDEBYSIDE_ENV adds settings, e.g.
+## SIDEBYSIDE_ENV="TAILOR_SIDEBYSIDE_LATENCY=realistic TAILOR_SIDEBYSIDE_NODECOST=on"
+SIDEBYSIDE_ENV ?=
+bench-karpenter:
+	@bash hack/tools.sh control-plane karpenter-kwok
+	TAILOR_SIDEBYSIDE=1 $(SIDEBYSIDE_ENV) go test -count=1 -v -timeout 3h ./test/sidebyside/
 
 ## fuzz: each fuzz target for FUZZTIME (default 1m)
 FUZZTIME ?= 1m

@@ -10,8 +10,10 @@
 #
 # NAME is etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok (with its
 # stage configs), controller-gen or eks-node-referee (the fake AWS's judge of whether
-# a node would join: hack/eksnode); control-plane is the five the sandbox, `make demo`
-# and the end-to-end tests run; all (the default) is every one of these.
+# a node would join: hack/eksnode) or karpenter-reference (the CRDs Karpenter's AWS
+# provider publishes, the referee of Tailor's CRD validation: config/crd); control-plane
+# is the five the sandbox, `make demo` and the end-to-end tests run; all (the default)
+# is every one of these.
 # karpenter-kwok (Karpenter's kwok controller from hack/karpenter, with Karpenter's
 # CRDs in bin/karpenter-crds, for the side-by-side benchmark: test/sidebyside) is
 # built only when named: it is not in all, so neither `make tools` nor `make test`
@@ -34,6 +36,8 @@ bin="$root/bin"
 mkdir -p "$bin"
 
 KWOK_VERSION=v0.8.0
+# The Karpenter release docs/karpenter-compatibility.md is checked against.
+KARPENTER_AWS_VERSION=v1.14.1
 CONTROLLER_TOOLS_VERSION=v0.19.0
 
 # How long a build usually takes on 2 cores with nothing else running, for the progress
@@ -66,10 +70,10 @@ want=" "
 [ $# -gt 0 ] || set -- all
 for arg in "$@"; do
   case $arg in
-    all) want+="$k8s_tools kwok controller-gen eks-node-referee " ;;
+    all) want+="$k8s_tools kwok controller-gen eks-node-referee karpenter-reference " ;;
     control-plane) want+="$k8s_tools kwok " ;;
-    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen | eks-node-referee | karpenter-kwok) want+="$arg " ;;
-    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, eks-node-referee, karpenter-kwok, control-plane or all)" >&2; exit 2 ;;
+    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen | eks-node-referee | karpenter-kwok | karpenter-reference) want+="$arg " ;;
+    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, eks-node-referee, karpenter-kwok, karpenter-reference, control-plane or all)" >&2; exit 2 ;;
   esac
 done
 wants() { case $want in *" $1 "*) return 0 ;; esac; return 1; }
@@ -272,6 +276,18 @@ if wants kwok && { [ ! -f "$stages/.pin" ] || [ "$(cat "$stages/.pin")" != "$KWO
   done
   chmod -R u+w "$stages"
   printf '%s' "$KWOK_VERSION-2" > "$stages/.pin"
+fi
+# Karpenter's published CRDs (NodePool, NodeClaim, EC2NodeClass), as its AWS
+# provider's module ships them: a download of about 3 MB, nothing built.
+reference="$bin/karpenter-reference"
+if wants karpenter-reference && { [ ! -f "$reference/.pin" ] || [ "$(cat "$reference/.pin")" != "$KARPENTER_AWS_VERSION" ]; }; then
+  dir=$(GOFLAGS=-mod=mod go mod download -json "github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -n "$dir" ] || { echo "tools: cannot locate github.com/aws/karpenter-provider-aws@$KARPENTER_AWS_VERSION in the module cache" >&2; exit 1; }
+  rm -rf "$reference"; mkdir -p "$reference"
+  cp "$dir"/pkg/apis/crds/karpenter.sh_nodepools.yaml "$dir"/pkg/apis/crds/karpenter.sh_nodeclaims.yaml "$dir"/pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml "$reference/"
+  chmod -R u+w "$reference"
+  printf '%s' "$KARPENTER_AWS_VERSION" > "$reference/.pin"
+  echo "tools: Karpenter's CRDs ($KARPENTER_AWS_VERSION) in $reference"
 fi
 if [ -n "$todo_k8s$todo_go" ]; then
   echo "tools: built in $(dur $((SECONDS - total_start))); $(list $want) in $bin"

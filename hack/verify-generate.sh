@@ -12,6 +12,7 @@ cp -r api "$scratch/"
 cp hack/boilerplate.go.txt "$scratch/hack/"
 (cd "$scratch" && "$root/bin/controller-gen" object:headerFile=hack/boilerplate.go.txt paths=./api/... \
   && "$root/bin/controller-gen" crd paths=./api/... output:crd:artifacts:config=config/crd)
+go run ./hack/crdpatch "$scratch/config/crd"
 stale=0
 diff -ru api "$scratch/api" || stale=1
 for f in config/crd/*.yaml "$scratch"/config/crd/*.yaml; do

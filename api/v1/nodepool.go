@@ -140,6 +140,8 @@ type Disruption struct {
 // within a recurring window.
 type Budget struct {
 	// Reasons are the disruption methods this budget applies to; empty means all.
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=set
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is the number ("5") or the percentage of the NodePool's nodes ("10%")
@@ -168,11 +170,12 @@ type NodeClaimTemplate struct {
 
 // ObjectMeta is the part of object metadata a NodePool may set on its nodes.
 type ObjectMeta struct {
-	// Labels are put on every NodeClaim and Node of the NodePool.
+	// Labels are put on every NodeClaim and Node of the NodePool. Their values are
+	// label values (hack/crdpatch adds the pattern and length to the CRD).
 	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.sh\" is restricted",rule="self.all(x, x in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'] || !x.find('^([^/]+)').endsWith('karpenter.sh'))"
 	// +kubebuilder:validation:XValidation:message="label \"karpenter.sh/nodepool\" is restricted",rule="self.all(x, x != 'karpenter.sh/nodepool')"
 	// +kubebuilder:validation:XValidation:message="label \"kubernetes.io/hostname\" is restricted",rule="self.all(x, x != 'kubernetes.io/hostname')"
-	// +kubebuilder:validation:XValidation:message="label values must be at most 63 characters",rule="self.all(x, self[x].size() <= 63)"
+	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.k8s.aws\" is restricted",rule="self.all(x, x in ['karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-interruptible', 'karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex', 'karpenter.k8s.aws/placement-group-id', 'karpenter.k8s.aws/placement-group-partition'] || !x.find('^([^/]+)').endsWith('karpenter.k8s.aws'))"
 	// +kubebuilder:validation:MaxProperties:=100
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`

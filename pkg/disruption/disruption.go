@@ -50,7 +50,10 @@ type Input struct {
 	// it is not a candidate (empty, it would be deleted under the command), but it
 	// is a destination, and it is not leaving.
 	Replacements map[string]bool
-	Options      Options
+	// Buffers are the CapacityBuffers' placeholder pods: room that consolidation
+	// keeps (see withBuffers).
+	Buffers []*corev1.Pod
+	Options Options
 }
 
 // Options tune the decisions.
@@ -198,7 +201,7 @@ type Candidate struct {
 // waits for the empty nodes not yet deleted. At most one command comes back; the
 // controller carries it out and asks again.
 func Decide(in *Input) *Decision {
-	d := newDecider(in)
+	d := newDecider(withBuffers(in))
 	dec := &Decision{Eligible: map[v1.DisruptionReason]int{}, Allowed: d.allowed, Budgets: d.budgets, Disrupting: d.disrupting, States: map[string]ClaimState{}}
 	for _, c := range d.candidates {
 		dec.States[c.Claim.Name] = ClaimState{Drifted: c.drift, Consolidatable: c.consolidatable}
@@ -420,6 +423,9 @@ func (d *decider) waitingEmpty(c *Candidate) bool {
 
 // evictionBlocked says why p may not be evicted now, or "".
 func (d *decider) evictionBlocked(p *corev1.Pod) string {
+	if isBufferPod(p) {
+		return ""
+	}
 	if dnd := v1.PodDoNotDisrupt(p, d.in.Now); dnd.Active {
 		if !dnd.Until.IsZero() {
 			return fmt.Sprintf("pod %s/%s is annotated %s=%s, until %s", p.Namespace, p.Name, v1.DoNotDisruptAnnotationKey,

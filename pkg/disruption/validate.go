@@ -18,7 +18,7 @@ var noLonger = map[v1.DisruptionReason]string{
 // stale decision must not be acted on. It returns the command rebuilt on the new
 // snapshot, or why it no longer holds.
 func Validate(in *Input, cmd *Command) (*Command, error) {
-	d := newDecider(in)
+	d := newDecider(withBuffers(in))
 	byClaim := map[string]*Candidate{}
 	for _, c := range d.candidates {
 		byClaim[c.Claim.Name] = c

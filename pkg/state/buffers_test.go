@@ -12,7 +12,6 @@ import (
 	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
-	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
@@ -28,7 +27,6 @@ func shape(cpu, mem string) corev1.PodTemplateSpec {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}}}
 }
 
-
 // Each buffer resolves to the placeholder pods its spec asks for, or is refused
 // with a reason: nothing a buffer asks is accepted and then ignored.
 func TestResolveBuffers(t *testing.T) {
@@ -41,7 +39,9 @@ func TestResolveBuffers(t *testing.T) {
 		return &cb.ResourceList{"cpu": resource.MustParse(cpu)}
 	}
 	byTemplate := func(s *cb.CapacityBufferSpec) { s.PodTemplateRef = &cb.LocalObjectRef{Name: "chunk"} }
-	byDeploy := func(s *cb.CapacityBufferSpec) { s.ScalableRef = &cb.ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "web"} }
+	byDeploy := func(s *cb.CapacityBufferSpec) {
+		s.ScalableRef = &cb.ScalableRef{APIGroup: "apps", Kind: "Deployment", Name: "web"}
+	}
 	type want struct {
 		pods     int
 		replicas int32
@@ -124,28 +124,5 @@ func TestResolveBuffers(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// Placed, the placeholders run on the room there is, as bound pods of copies of
-// the nodes: the input's node objects are not changed.
-func TestPlaceBuffers(t *testing.T) {
-	node := func(name, cpu string) *scheduling.Node {
-		return &scheduling.Node{Node: testobj.Node(name, cpu, "16Gi")}
-	}
-	in := &scheduling.Input{Nodes: []*scheduling.Node{node("a", "1"), node("b", "4")}}
-	orig := in.Nodes
-	b := bufferOf("b", func(s *cb.CapacityBufferSpec) {})
-	tmpl := shape("1500m", "1Gi")
-	pods := []*corev1.Pod{PlaceholderPod(b, &tmpl, 0), PlaceholderPod(b, &tmpl, 1), PlaceholderPod(b, &tmpl, 2)}
-	placed, err := PlaceBuffers(in, pods, scheduling.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if placed != 2 {
-		t.Errorf("placed %d, want 2 (b holds two of 1.5 cpu, a none)", placed)
-	}
-	if len(in.Nodes[1].Pods) != 2 || len(orig[1].Pods) != 0 {
-		t.Errorf("b has %d pods (original %d), want 2 (0)", len(in.Nodes[1].Pods), len(orig[1].Pods))
 	}
 }

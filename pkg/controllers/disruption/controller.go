@@ -313,6 +313,7 @@ func (c *Controller) input(ctx context.Context, own *disrupt.Command) (*disrupt.
 	}
 	in := &disrupt.Input{Now: c.clock.Now(), Cluster: snap.Input, Claims: snap.Claims, PDBs: snap.PDBs,
 		ProviderDrift: map[string]string{}, Manages: c.manages, InFlight: c.inFlightExcept(snap.Claims, own), Replacements: c.replacements(),
+		Buffers: state.BufferPods(snap.Buffers),
 		Options: disrupt.Options{MinSavings: c.opts.MinSavings, SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation,
 			Scheduling: c.opts.Scheduling}}
 	for _, nc := range snap.Claims {

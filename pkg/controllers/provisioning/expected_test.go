@@ -119,7 +119,7 @@ func TestPlanWithExpected(t *testing.T) {
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: schedtest.SyntheticTypes(20)}},
 		Pods: []*corev1.Pod{ownedBy(pod("web-a", "1"), "ReplicaSet", "web"), ownedBy(pod("web-b", "1"), "ReplicaSet", "web")}}
 	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"web": 10}, map[k8stypes.UID]int{"web": 2}, maxExpected, nil)
-	used, plan, _, n, err := planWithExpected(in, in, expected, nil, false, scheduling.Options{})
+	used, plan, _, n, _, err := planWithExpected(in, in, expected, nil, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestPlanWithExpected(t *testing.T) {
 		t.Errorf("the node requests %s cpu, want room for all ten pods", cpu.String())
 	}
 	// Without them, the two pods get a node of their own size.
-	_, alone, _, _, err := planWithExpected(in, in, nil, nil, false, scheduling.Options{})
+	_, alone, _, _, _, err := planWithExpected(in, in, nil, nil, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestPlanWithExpectedYieldsToRealPods(t *testing.T) {
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{{NodePool: pool, InstanceTypes: schedtest.SyntheticTypes(6)}},
 		Pods: []*corev1.Pod{ownedBy(pod("big-a", "2"), "ReplicaSet", "big"), pod("small-a", "1"), pod("small-b", "1"), pod("small-c", "1")}}
 	expected := expectedPods(in.Pods, map[k8stypes.UID]int32{"big": 10}, map[k8stypes.UID]int{"big": 1}, maxExpected, nil)
-	_, plan, _, n, err := planWithExpected(in, in, expected, nil, false, scheduling.Options{})
+	_, plan, _, n, _, err := planWithExpected(in, in, expected, nil, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestPlanWithExpectedKeepsEveryRealPodsPlace(t *testing.T) {
 		t.Fatalf("with the copies %v left out, without %v; the case shows nothing", failed(withPlan), failed(alone))
 	}
 
-	_, plan, _, n, err := planWithExpected(in, in, expected, nil, false, scheduling.Options{})
+	_, plan, _, n, _, err := planWithExpected(in, in, expected, nil, nil, false, scheduling.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

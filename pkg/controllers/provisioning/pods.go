@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -36,7 +37,25 @@ func (c *PodTrigger) Name() string { return "provisioning.pods" }
 // new, changed, or turned ready (its NodeClass came): pods no NodePool could take
 // may fit it now, and the kube-scheduler may not look at them again for minutes.
 func (c *PodTrigger) Register(_ context.Context, mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named(c.Name()).For(&corev1.Pod{}).
+	b := ctrl.NewControllerManagedBy(mgr).Named(c.Name()).For(&corev1.Pod{})
+	if BuffersServed(mgr.GetRESTMapper()) {
+		// A buffer created, changed or deleted changes the room to keep.
+		b = b.Watches(&cb.CapacityBuffer{}, handler.Funcs{
+			CreateFunc: func(context.Context, event.TypedCreateEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				c.provisioner.Trigger()
+			},
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				// Its status is the provisioner's own writing.
+				if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+					c.provisioner.Trigger()
+				}
+			},
+			DeleteFunc: func(context.Context, event.TypedDeleteEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				c.provisioner.Trigger()
+			},
+		})
+	}
+	return b.
 		Watches(&v1.NodeClaim{}, handler.Funcs{
 			DeleteFunc: func(context.Context, event.TypedDeleteEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				c.provisioner.Trigger()

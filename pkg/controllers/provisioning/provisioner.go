@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	cpmetrics "github.com/nodetailor/tailor/pkg/cloudprovider/metrics"
 	"github.com/nodetailor/tailor/pkg/controllers/nodeclaim"
@@ -101,6 +102,9 @@ type Provisioner struct {
 	// times records when pending pods were first seen and decided on, for the
 	// pod metrics; nil records nothing.
 	times *metrics.PodTimes
+	// buffers says the last snapshot held CapacityBuffers: their room is looked
+	// at again every BufferRecheck.
+	buffers bool
 }
 
 // TimePodsWith has the provisioner record in t when it first sees each pending
@@ -135,8 +139,21 @@ func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes no
 // Name is the controller's name.
 func (p *Provisioner) Name() string { return ControllerName }
 
-// Register adds the provisioning loop to mgr; it runs on the leader only.
-func (p *Provisioner) Register(_ context.Context, mgr ctrl.Manager) error { return mgr.Add(p) }
+// Register adds the provisioning loop to mgr; it runs on the leader only. Where
+// the API server serves CapacityBuffers, the cluster view (shared with
+// disruption) reads them from then on.
+func (p *Provisioner) Register(ctx context.Context, mgr ctrl.Manager) error {
+	if BuffersServed(mgr.GetRESTMapper()) {
+		informer, err := mgr.GetCache().GetInformer(ctx, &cb.CapacityBuffer{})
+		if err != nil {
+			return fmt.Errorf("watching CapacityBuffers: %w", err)
+		}
+		p.cluster.WithBuffers(mgr.GetAPIReader()).WithSyncers(informer)
+	} else {
+		log.FromContext(ctx).Info("the API server does not serve CapacityBuffers (autoscaling.x-k8s.io/v1beta1): no buffer is kept; install Tailor's CRDs and restart to keep them")
+	}
+	return mgr.Add(p)
+}
 
 // Trigger says pods may need nodes (a claim went away, a node is going); it never
 // blocks.
@@ -232,9 +249,19 @@ func (p *Provisioner) recheckAfter() (time.Duration, bool) {
 	case len(p.nominated) > 0:
 		// Pods waiting on their claims change nothing when a nomination lapses,
 		// so nothing would wake us: look again while any wait.
-		return NominationGrace / 3, true
+		return min(NominationGrace/3, p.bufferRecheck()), true
+	case p.buffers:
+		return BufferRecheck, true
 	}
 	return 0, false
+}
+
+// bufferRecheck is BufferRecheck while buffers exist, else forever.
+func (p *Provisioner) bufferRecheck() time.Duration {
+	if p.buffers {
+		return BufferRecheck
+	}
+	return time.Duration(1<<63 - 1)
 }
 
 // maxTypesBackoff bounds the wait between looks at a NodePool whose instance
@@ -289,7 +316,10 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	p.observeReleases(snap.Claims)
 	// The pods held back are not planned afresh either.
 	fresh.Pods = slices.DeleteFunc(slices.Clone(fresh.Pods), p.nominated.held)
-	if len(snap.Input.Pods) == 0 {
+	p.buffers = len(snap.Buffers) > 0
+	buffers := state.BufferPods(snap.Buffers)
+	if len(snap.Input.Pods) == 0 && len(buffers) == 0 {
+		p.updateBuffers(ctx, snap.Buffers, nil, true)
 		return nil
 	}
 	start := p.clock.Now()
@@ -303,7 +333,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	workloads := func(pods []*corev1.Pod) []scheduling.Demand {
 		return madeDemand(pods, want, snap.Owned, p.planned, maxExpected)
 	}
-	in, plan, repacked, expectedUsed, err := planWithExpected(snap.Input, &fresh, expected, workloads, lapsed.any(), p.opts.Scheduling)
+	in, plan, repacked, expectedUsed, buffersPlanned, err := planWithExpected(snap.Input, &fresh, expected, buffers, workloads, lapsed.any(), p.opts.Scheduling)
 	QueueDepth.DeleteLabelValues(ControllerName, round)
 	done()
 	if err != nil {
@@ -325,7 +355,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	// Pods placed in room a claim holds wait for that claim, like those of new claims.
 	claimOf := claimOfNode(claimNodes(in, snap.Claims))
 	for _, b := range plan.Bindings {
-		if claim, ok := claimOf[b.Node]; ok {
+		if claim, ok := claimOf[b.Node]; ok && !state.IsBufferPod(b.Pod) {
 			p.nominate(b.Pod, claim, solved)
 		}
 	}
@@ -359,14 +389,17 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	created, refused, err := p.create(ctx, pools, types, newLimitBudget(pools, used), plan.NewNodes, batch)
 	refusedPools := map[string]refusal{}
 	for i, why := range refused {
-		if why == "" {
+		if why == "" || onlyBuffers(plan.NewNodes[i]) {
+			// A buffer's refused room is told in its status.
 			continue
 		}
 		p.refused = true
 		pool := plan.NewNodes[i].NodePool
 		log.FromContext(ctx).Info("not creating a NodeClaim: it would pass a limit", "nodepool", pool, "reason", why, "pods", len(plan.NewNodes[i].Pods))
 		for _, pod := range plan.NewNodes[i].Pods {
-			p.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "NodePool %s: %s; no NodeClaim created for this pod", pool, why)
+			if !state.IsBufferPod(pod) {
+				p.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "NodePool %s: %s; no NodeClaim created for this pod", pool, why)
+			}
 		}
 		r := refusedPools[pool]
 		refusedPools[pool] = refusal{why: cmp.Or(r.why, why), pods: r.pods + len(plan.NewNodes[i].Pods)}
@@ -378,15 +411,27 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		}
 		metrics.NodeClaimsCreated.WithLabelValues(metrics.ReasonProvisioned, plan.NewNodes[i].NodePool, "false").Inc()
 		for _, pod := range plan.NewNodes[i].Pods {
+			if state.IsBufferPod(pod) {
+				continue
+			}
 			p.nominate(pod, nc.Name, solved)
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
 	p.planReleases()
 	for _, f := range plan.Unschedulable {
-		p.recorder.Eventf(f.Pod, corev1.EventTypeWarning, "FailedScheduling", "No NodePool can provision a node for this pod: %s", f.Reason)
+		if !state.IsBufferPod(f.Pod) {
+			p.recorder.Eventf(f.Pod, corev1.EventTypeWarning, "FailedScheduling", "No NodePool can provision a node for this pod: %s", f.Reason)
+		}
 	}
-	for _, b := range blockedPools(snap.Input.NodePools, snap.TypesFailed, plan.Unschedulable, refusedPools) {
+	if len(snap.Buffers) > 0 {
+		made := make([]bool, len(created))
+		for i, nc := range created {
+			made[i] = nc != nil
+		}
+		p.updateBuffers(ctx, snap.Buffers, bufferOutcomes(plan, made, refused), buffersPlanned)
+	}
+	for _, b := range blockedPools(snap.Input.NodePools, snap.TypesFailed, realFailures(plan.Unschedulable), refusedPools) {
 		p.poolEvents.Event(b.pool, corev1.EventTypeWarning, b.reason, b.message)
 	}
 	for _, w := range plan.Warnings {
@@ -398,6 +443,9 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	created = slices.DeleteFunc(created, func(nc *v1.NodeClaim) bool { return nc == nil })
 	if len(created) > 0 {
 		planned := len(in.Pods) - expectedUsed
+		if buffersPlanned {
+			planned -= len(buffers)
+		}
 		log.FromContext(ctx).Info("provisioned", "nodeclaims", len(created), "pods", planned-len(plan.Unschedulable),
 			"waiting", pending-planned, "unschedulable", len(plan.Unschedulable), "expected", expectedUsed, "pricePerHour", plan.Cost(),
 			"onExistingNodes", len(plan.Bindings), "repacked", repacked,
@@ -420,7 +468,7 @@ func (p *Provisioner) recordDecisions(plan *scheduling.Plan, refused []string, a
 		return
 	}
 	decide := func(pod *corev1.Pod, room bool) {
-		if !isExpected(pod) {
+		if !virtual(pod) {
 			p.times.Decide(client.ObjectKeyFromObject(pod), room, at)
 		}
 	}
@@ -535,39 +583,51 @@ func (p *Provisioner) forgetPlanned(pending []*corev1.Pod) {
 // two plans leave as many pods out (comparing counts only, the copies won
 // whenever they traded a real pod of another workload for one of their own
 // node's). It returns the input of the plan it kept, and how many expected pods that holds.
-func planWithExpected(pinned, fresh *scheduling.Input, expected []*corev1.Pod, demand func([]*corev1.Pod) []scheduling.Demand, lapsed bool, opts scheduling.Options) (
-	in *scheduling.Input, plan *scheduling.Plan, repacked bool, expectedUsed int, err error) {
+//
+// A CapacityBuffer's placeholder pods (buffers) are planned the same way, but
+// the new nodes that take only placeholders are kept: their room is what the
+// buffer asks for. buffersPlanned says whether the plan kept holds them.
+func planWithExpected(pinned, fresh *scheduling.Input, expected, buffers []*corev1.Pod, demand func([]*corev1.Pod) []scheduling.Demand, lapsed bool, opts scheduling.Options) (
+	in *scheduling.Input, plan *scheduling.Plan, repacked bool, expectedUsed int, buffersPlanned bool, err error) {
 	with := func(in *scheduling.Input) *scheduling.Input {
 		c := *in
 		if demand != nil {
 			c.Demand = demand(in.Pods)
 		}
-		if len(expected) > 0 {
-			c.Pods = append(slices.Clone(in.Pods), expected...)
+		if len(expected)+len(buffers) > 0 {
+			c.Pods = append(append(slices.Clone(in.Pods), expected...), buffers...)
 		}
 		return &c
 	}
 	pinnedWith, freshWith := with(pinned), with(fresh)
-	if len(expected) == 0 && len(pinnedWith.Demand) == 0 && len(freshWith.Demand) == 0 {
+	if len(expected)+len(buffers) == 0 && len(pinnedWith.Demand) == 0 && len(freshWith.Demand) == 0 {
 		in, plan, repacked, err = planPods(pinned, fresh, lapsed, opts)
-		return in, plan, repacked, 0, err
+		return in, plan, repacked, 0, false, err
 	}
 	if in, plan, repacked, err = planPods(pinnedWith, freshWith, lapsed, opts); err != nil {
-		return nil, nil, false, 0, err
+		return nil, nil, false, 0, false, err
 	}
 	uids := make(map[types.UID]bool, len(expected))
 	for _, p := range expected {
 		uids[p.UID] = true
 	}
 	withoutExpected(plan, uids)
-	if len(expected) == 0 || len(plan.Unschedulable) == 0 {
-		return in, plan, repacked, len(expected), nil
+	if len(expected)+len(buffers) == 0 || len(realFailures(plan.Unschedulable)) == 0 {
+		return in, plan, repacked, len(expected), len(buffers) > 0, nil
 	}
 	in2, plan2, repacked2, err := planPods(pinned, fresh, lapsed, opts)
 	if err != nil || placesAll(plan, plan2) {
-		return in, plan, repacked, len(expected), nil
+		return in, plan, repacked, len(expected), len(buffers) > 0, nil
 	}
-	return in2, plan2, repacked2, 0, nil
+	return in2, plan2, repacked2, 0, false, nil
+}
+
+// realFailures are the failures of pods that exist (not placeholders).
+func realFailures(fs []scheduling.Failure) []scheduling.Failure {
+	if !slices.ContainsFunc(fs, func(f scheduling.Failure) bool { return state.IsBufferPod(f.Pod) }) {
+		return fs
+	}
+	return slices.DeleteFunc(slices.Clone(fs), func(f scheduling.Failure) bool { return state.IsBufferPod(f.Pod) })
 }
 
 // placesAll reports whether plan places every pod that other places: each pod plan
@@ -578,7 +638,7 @@ func placesAll(plan, other *scheduling.Plan) bool {
 	for _, f := range other.Unschedulable {
 		left[f.Pod.UID] = true
 	}
-	return !slices.ContainsFunc(plan.Unschedulable, func(f scheduling.Failure) bool { return !left[f.Pod.UID] })
+	return !slices.ContainsFunc(realFailures(plan.Unschedulable), func(f scheduling.Failure) bool { return !left[f.Pod.UID] })
 }
 
 // planPods plans for the pods still to place (pinned: the waiting pods hold their
@@ -632,7 +692,7 @@ func planPods(pinned, fresh *scheduling.Input, lapsed bool, opts scheduling.Opti
 func constrainedFirst(fresh *scheduling.Input, opts scheduling.Options) (*scheduling.Input, *scheduling.Plan, error) {
 	var first, rest []*corev1.Pod
 	for _, pod := range fresh.Pods {
-		if placedAfterOthers(pod) && !isExpected(pod) {
+		if placedAfterOthers(pod) && !virtual(pod) {
 			first = append(first, pod)
 		} else {
 			rest = append(rest, pod)
@@ -694,22 +754,40 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 	created = make([]*v1.NodeClaim, len(nodes))
 	refused = make([]string, len(nodes))
 	errs := make([]error, len(nodes))
-	workqueue.ParallelizeUntil(ctx, createParallelism, len(nodes), func(i int) {
-		pool := nodes[i].NodePool
-		nc := nodeclaim.New(pools[pool], nodes[i])
-		need := state.ClaimUsage(nc, types[pool])
-		if refused[i] = budget.take(pool, need); refused[i] != "" {
-			return
+	// The claims of pods that exist take the limits' headroom first, then those
+	// of CapacityBuffers' placeholders alone.
+	var first, then []int
+	for i, n := range nodes {
+		if onlyBuffers(n) {
+			then = append(then, i)
+		} else {
+			first = append(first, i)
 		}
-		if err := p.kube.Create(ctx, nc); err != nil {
-			budget.give(pool, need)
-			errs[i] = fmt.Errorf("creating a NodeClaim for NodePool %s: %w", pool, err)
-			return
-		}
-		release.Add(i, nc.Name)
-		created[i] = nc
-	})
+	}
+	for _, order := range [][]int{first, then} {
+		workqueue.ParallelizeUntil(ctx, createParallelism, len(order), func(j int) {
+			p.createOne(ctx, pools, types, budget, nodes, release, order[j], created, refused, errs)
+		})
+	}
 	return created, refused, errors.Join(errs...)
+}
+
+// createOne creates the claim of nodes[i] (see create).
+func (p *Provisioner) createOne(ctx context.Context, pools map[string]*v1.NodePool, types map[string]map[string]*scheduling.InstanceType,
+	budget *limitBudget, nodes []*scheduling.NewNode, release *nodeclaim.ReleaseBatch, i int, created []*v1.NodeClaim, refused []string, errs []error) {
+	pool := nodes[i].NodePool
+	nc := nodeclaim.New(pools[pool], nodes[i])
+	need := state.ClaimUsage(nc, types[pool])
+	if refused[i] = budget.take(pool, need); refused[i] != "" {
+		return
+	}
+	if err := p.kube.Create(ctx, nc); err != nil {
+		budget.give(pool, need)
+		errs[i] = fmt.Errorf("creating a NodeClaim for NodePool %s: %w", pool, err)
+		return
+	}
+	release.Add(i, nc.Name)
+	created[i] = nc
 }
 
 func (p *Provisioner) waitForCache(ctx context.Context, created []*v1.NodeClaim) error {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
@@ -72,6 +73,25 @@ func TestAWSProviderLaunchesAndTerminates(t *testing.T) {
 		}
 		return false, fmt.Sprintf("no Launched event for NodeClaim %s among %q", claim.Name, seen)
 	})
+	// The status-condition families of Karpenter's AWS provider on the endpoint:
+	// the EC2NodeClass's conditions (also in the kind-less families, as Karpenter
+	// still reports them) and its transitions, and the claim's conditions labeled
+	// with its EC2NodeClass and NodePool.
+	eventually(t, awsWait, func() (bool, string) {
+		want := []struct{ family, labels string }{
+			{"operator_ec2nodeclass_status_condition_count", "name=" + nc.Name + " namespace= reason=Ready status=True type=Ready "},
+			{"operator_status_condition_count", "group=karpenter.k8s.aws kind=EC2NodeClass name=" + nc.Name + " namespace= reason=Ready status=True type=Ready "},
+			{"operator_ec2nodeclass_status_condition_transitions_total", "reason=Ready status=True type=Ready "},
+			{"operator_nodeclaim_status_condition_count", "karpenter_k8s_aws_ec2nodeclass=" + nc.Name + " karpenter_sh_nodepool=" + pool.Name + " name=" + claim.Name + " namespace= reason=Launched status=True type=Launched "},
+		}
+		for _, w := range want {
+			series := endpointSeries(t, w.family)
+			if series[w.labels] < 1 {
+				return false, fmt.Sprintf("%s{%s} not on the endpoint; it has %v", w.family, w.labels, series)
+			}
+		}
+		return true, ""
+	})
 	inst, ok := fake.Instance(instanceID)
 	if !ok {
 		t.Fatalf("NodeClaim %s records instance %s, which the fake does not have", claim.Name, instanceID)
@@ -109,6 +129,27 @@ func TestAWSProviderLaunchesAndTerminates(t *testing.T) {
 	if len(claims.Items) != 0 {
 		t.Errorf("%d NodeClaims of NodePool %s left", len(claims.Items), pool.Name)
 	}
+}
+
+// endpointSeries gathers controller-runtime's registry, which the metrics endpoint
+// serves, and returns the series of the family name (gauge or counter) by their
+// labels (name=value, sorted).
+func endpointSeries(t *testing.T, name string) map[string]float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			out[labelString(m)] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 func nodeClassReady(t *testing.T, name string) string {

@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -97,25 +99,53 @@ var (
 	famMemory    = gauge("karpenter_cloudprovider_instance_type_memory_bytes", "Memory, in bytes, for a given instance type.", "instance_type")
 )
 
-// The status-condition families of Karpenter's operator library, per kind: one
-// series per object and condition, from the informer cache at each scrape.
+// statusGauges are one kind's status-condition gauges as Karpenter's operator
+// library makes them (operatorpkg's status.Controller), one series per object and
+// condition, from the informer cache at each scrape: per kind, labeled namespace,
+// name, type, status and reason and then the object labels Karpenter adds; for a
+// kind whose controller Karpenter makes with EmitDeprecatedMetrics, the kind-less
+// families too, labeled by group and kind instead of the object labels.
+type statusGauges struct {
+	count, age, term *family
+	labels           []string // the object labels' keys
+	group, kind      string
+	kindless         bool
+}
+
+func newStatusGauges(kind string, labels ...string) *statusGauges {
+	names := statusLabelNames(labels)
+	cond := append([]string{"namespace", "name", "type", "status", "reason"}, names...)
+	return &statusGauges{labels: labels,
+		count: gauge("operator_"+kind+"_status_condition_count", "The number of a condition for a given object, type and status.", cond...),
+		age:   gauge("operator_"+kind+"_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", cond...),
+		term:  gauge("operator_"+kind+"_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", append([]string{"namespace", "name"}, names...)...)}
+}
+
+func (g *statusGauges) alsoKindless(group, kind string) *statusGauges {
+	g.group, g.kind, g.kindless = group, kind, true
+	return g
+}
+
+func (g *statusGauges) families() []*family { return []*family{g.count, g.age, g.term} }
+
+// The status-condition gauges of Karpenter v1.14 (see the transitions' families):
+// NodePools, NodeClaims and EC2NodeClasses with the kind-less families, Nodes
+// without.
 var (
-	conditionLabels   = []string{"group", "namespace", "name", "type", "status", "reason"}
-	terminationLabels = []string{"group", "namespace", "name"}
-	famClaimCondCount = gauge("operator_nodeclaim_status_condition_count", "The number of a condition for a given object, type and status.", conditionLabels...)
-	famClaimCondAge   = gauge("operator_nodeclaim_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", conditionLabels...)
-	famClaimTerm      = gauge("operator_nodeclaim_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", terminationLabels...)
-	famPoolCondCount  = gauge("operator_nodepool_status_condition_count", "The number of a condition for a given object, type and status.", conditionLabels...)
-	famPoolCondAge    = gauge("operator_nodepool_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", conditionLabels...)
-	famPoolTerm       = gauge("operator_nodepool_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", terminationLabels...)
-	famNodeCondCount  = gauge("operator_node_status_condition_count", "The number of a condition for a given object, type and status.", conditionLabels...)
-	famNodeCondAge    = gauge("operator_node_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", conditionLabels...)
-	famNodeTerm       = gauge("operator_node_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", terminationLabels...)
+	famKindlessCount = gauge("operator_status_condition_count", "The number of a condition for a given object, type and status.", "namespace", "name", "type", "status", "reason", "group", "kind")
+	famKindlessAge   = gauge("operator_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", "namespace", "name", "type", "status", "reason", "group", "kind")
+	famKindlessTerm  = gauge("operator_termination_current_time_seconds", "The current amount of time in seconds that an object has been in terminating state.", "namespace", "name", "group", "kind")
+
+	poolStatus      = newStatusGauges("nodepool").alsoKindless(v1.Group, "NodePool")
+	claimStatus     = newStatusGauges("nodeclaim", nodeClaimStatusLabels...).alsoKindless(v1.Group, "NodeClaim")
+	nodeStatus      = newStatusGauges("node", nodeStatusLabels...)
+	nodeClassStatus = newStatusGauges("ec2nodeclass").alsoKindless(awsv1.Group, "EC2NodeClass")
 )
 
-var clusterFamilies = []*family{famPending, famPrice, famCost, famPoolCost, famUsage, famLimit, famAlloc, famPodReq, famPodLim, famDSReq, famDSLim,
+var clusterFamilies = slices.Concat([]*family{famPending, famPrice, famCost, famPoolCost, famUsage, famLimit, famAlloc, famPodReq, famPodLim, famDSReq, famDSLim,
 	famOverhead, famLifetime, famUtil, famPodState, famNodeCount, famSynced, famUnsynced, famPrice1, famAvail, famCPU, famMemory,
-	famClaimCondCount, famClaimCondAge, famClaimTerm, famPoolCondCount, famPoolCondAge, famPoolTerm, famNodeCondCount, famNodeCondAge, famNodeTerm}
+	famKindlessCount, famKindlessAge, famKindlessTerm},
+	poolStatus.families(), claimStatus.families(), nodeStatus.families(), nodeClassStatus.families())
 
 // podInfo is what the metrics need of a pod.
 type podInfo struct {
@@ -164,6 +194,8 @@ type clusterView struct {
 	// NodeCosts are each NodePool's per-node costs besides the instance; a pool
 	// whose costs could not be read is missing.
 	NodeCosts map[string]scheduling.NodeCost
+	// EC2NodeClasses, on AWS, for their status-condition gauges.
+	EC2NodeClasses []awsv1.EC2NodeClass
 }
 
 // sample is one series of a family.
@@ -227,31 +259,41 @@ func clusterMetrics(in clusterView) []sample {
 
 	// Status conditions and termination, per object, as Karpenter's operator library
 	// reports them.
-	conditions := func(count, age, term *family, group string, o metav1.Object, conds []metav1.Condition) {
+	conditions := func(g *statusGauges, o client.Object, conds []metav1.Condition) {
+		extra := statusLabelValues(o, g.labels)
 		for _, c := range conds {
-			labels := []string{group, o.GetNamespace(), o.GetName(), c.Type, string(c.Status), c.Reason}
-			add(count, 1, labels...)
-			add(age, in.Now.Sub(c.LastTransitionTime.Time).Seconds(), labels...)
+			labels := []string{o.GetNamespace(), o.GetName(), c.Type, string(c.Status), c.Reason}
+			age := in.Now.Sub(c.LastTransitionTime.Time).Seconds()
+			add(g.count, 1, append(slices.Clone(labels), extra...)...)
+			add(g.age, age, append(slices.Clone(labels), extra...)...)
+			if g.kindless {
+				add(famKindlessCount, 1, append(slices.Clone(labels), g.group, g.kind)...)
+				add(famKindlessAge, age, append(slices.Clone(labels), g.group, g.kind)...)
+			}
 		}
 		if d := o.GetDeletionTimestamp(); d != nil {
-			add(term, in.Now.Sub(d.Time).Seconds(), group, o.GetNamespace(), o.GetName())
+			took := in.Now.Sub(d.Time).Seconds()
+			add(g.term, took, append([]string{o.GetNamespace(), o.GetName()}, extra...)...)
+			if g.kindless {
+				add(famKindlessTerm, took, o.GetNamespace(), o.GetName(), g.group, g.kind)
+			}
 		}
 	}
 	for i := range pools {
-		conditions(famPoolCondCount, famPoolCondAge, famPoolTerm, v1.Group, &pools[i], pools[i].Status.Conditions)
+		conditions(poolStatus, &pools[i], pools[i].Status.Conditions)
 	}
 	claims := slices.Clone(in.Claims)
 	slices.SortFunc(claims, func(a, b v1.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
 	for i := range claims {
-		conditions(famClaimCondCount, famClaimCondAge, famClaimTerm, v1.Group, &claims[i], claims[i].Status.Conditions)
+		conditions(claimStatus, &claims[i], claims[i].Status.Conditions)
 	}
 	for i := range nodes {
-		n := &nodes[i]
-		conds := make([]metav1.Condition, 0, len(n.Status.Conditions))
-		for _, c := range n.Status.Conditions {
-			conds = append(conds, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
-		}
-		conditions(famNodeCondCount, famNodeCondAge, famNodeTerm, "", n, conds)
+		conditions(nodeStatus, &nodes[i], nodeConditionsOf(&nodes[i]))
+	}
+	classes := slices.Clone(in.EC2NodeClasses)
+	slices.SortFunc(classes, func(a, b awsv1.EC2NodeClass) int { return strings.Compare(a.Name, b.Name) })
+	for i := range classes {
+		conditions(nodeClassStatus, &classes[i], classes[i].Status.Conditions)
 	}
 
 	// Per node: what its pods ask for, and the node's own numbers.

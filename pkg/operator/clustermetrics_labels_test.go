@@ -2,12 +2,14 @@ package operator
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
@@ -22,9 +24,16 @@ func TestNodeLabelsAndStatusConditions(t *testing.T) {
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: ready}}}}
 	other := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
 	deleting := metav1.NewTime(now.Add(-30 * time.Second))
-	claim := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-x", DeletionTimestamp: &deleting},
+	tailors.Labels[v1.NodeInitializedLabelKey] = "true"
+	claim := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-x", DeletionTimestamp: &deleting, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec:   v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "al2023"}},
 		Status: v1.NodeClaimStatus{Conditions: []metav1.Condition{{Type: "Drifted", Status: metav1.ConditionTrue, Reason: "NodePoolDrifted", LastTransitionTime: ready}}}}
-	out := clusterMetrics(clusterView{Now: now, Listed: true, Nodes: []corev1.Node{tailors, other}, Claims: []v1.NodeClaim{claim}})
+	pool := v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Status: v1.NodePoolStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: ready}}}}
+	class := awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "al2023", DeletionTimestamp: &deleting},
+		Status: awsv1.EC2NodeClassStatus{Conditions: []metav1.Condition{{Type: "SubnetsReady", Status: metav1.ConditionFalse, Reason: "SubnetsNotFound", LastTransitionTime: ready}}}}
+	out := clusterMetrics(clusterView{Now: now, Listed: true, Nodes: []corev1.Node{tailors, other}, Claims: []v1.NodeClaim{claim},
+		NodePools: []v1.NodePool{pool}, EC2NodeClasses: []awsv1.EC2NodeClass{class}})
 	series := map[string]map[string]float64{}
 	for _, s := range out {
 		key := ""
@@ -44,14 +53,33 @@ func TestNodeLabelsAndStatusConditions(t *testing.T) {
 	}{
 		{"karpenter_nodes_current_lifetime_seconds", "instance_family=m5,managed=true,node_name=a,nodepool=default,zone_id=use1-az1,", now.Sub(time.Time{}).Seconds()},
 		{"karpenter_nodes_current_lifetime_seconds", "managed=false,node_name=b,", now.Sub(time.Time{}).Seconds()},
-		{"operator_node_status_condition_count", "name=a,type=Ready,status=True,reason=KubeletReady,", 1},
-		{"operator_node_status_condition_current_status_seconds", "name=a,type=Ready,status=True,reason=KubeletReady,", 60},
-		{"operator_nodeclaim_status_condition_count", "group=karpenter.sh,name=default-x,type=Drifted,status=True,reason=NodePoolDrifted,", 1},
-		{"operator_nodeclaim_termination_current_time_seconds", "group=karpenter.sh,name=default-x,", 30},
+		// Karpenter v1.14's operatorpkg: namespace, name, type, status, reason and
+		// the object labels; no group (that is the kind-less families').
+		{"operator_node_status_condition_count", "name=a,type=Ready,status=True,reason=KubeletReady,karpenter_sh_nodepool=default,karpenter_sh_initialized=true,", 1},
+		{"operator_node_status_condition_current_status_seconds", "name=a,type=Ready,status=True,reason=KubeletReady,karpenter_sh_nodepool=default,karpenter_sh_initialized=true,", 60},
+		{"operator_nodeclaim_status_condition_count", "name=default-x,type=Drifted,status=True,reason=NodePoolDrifted,karpenter_k8s_aws_ec2nodeclass=al2023,karpenter_sh_nodepool=default,", 1},
+		{"operator_nodeclaim_termination_current_time_seconds", "name=default-x,karpenter_k8s_aws_ec2nodeclass=al2023,karpenter_sh_nodepool=default,", 30},
+		{"operator_nodepool_status_condition_count", "name=default,type=Ready,status=True,reason=Ready,", 1},
+		{"operator_ec2nodeclass_status_condition_count", "name=al2023,type=SubnetsReady,status=False,reason=SubnetsNotFound,", 1},
+		{"operator_ec2nodeclass_status_condition_current_status_seconds", "name=al2023,type=SubnetsReady,status=False,reason=SubnetsNotFound,", 60},
+		{"operator_ec2nodeclass_termination_current_time_seconds", "name=al2023,", 30},
+		// The deprecated kind-less families, for the kinds Karpenter emits them for.
+		{"operator_status_condition_count", "name=default-x,type=Drifted,status=True,reason=NodePoolDrifted,group=karpenter.sh,kind=NodeClaim,", 1},
+		{"operator_status_condition_current_status_seconds", "name=default,type=Ready,status=True,reason=Ready,group=karpenter.sh,kind=NodePool,", 60},
+		{"operator_status_condition_count", "name=al2023,type=SubnetsReady,status=False,reason=SubnetsNotFound,group=karpenter.k8s.aws,kind=EC2NodeClass,", 1},
+		{"operator_termination_current_time_seconds", "name=default-x,group=karpenter.sh,kind=NodeClaim,", 30},
+		{"operator_termination_current_time_seconds", "name=al2023,group=karpenter.k8s.aws,kind=EC2NodeClass,", 30},
 	} {
 		got, ok := series[want.family][want.labels]
 		if !ok || got != want.value {
 			t.Errorf("%s{%s} = %v (present %v), want %v; have %v", want.family, want.labels, got, ok, want.value, series[want.family])
+		}
+	}
+	// Nodes are not in the kind-less families: Karpenter makes their controller
+	// without the deprecated metrics.
+	for key := range series["operator_status_condition_count"] {
+		if strings.Contains(key, "kind=Node,") {
+			t.Errorf("operator_status_condition_count{%s}: Karpenter reports no kind-less series for Nodes", key)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // metricRef is a metric name in a PromQL expression, with the label matchers in
 // braces right after it.
-var metricRef = regexp.MustCompile(`\b((?:karpenter|tailor)_[a-z0-9_]+)(\{[^}]*\})?`)
+var metricRef = regexp.MustCompile(`\b((?:karpenter|tailor|operator)_[a-z0-9_]+)(\{[^}]*\})?`)
 
 var labelMatcher = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)`)
 

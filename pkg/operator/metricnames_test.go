@@ -105,22 +105,44 @@ var karpenterMetrics = map[string][]string{
 	"karpenter_cloudprovider_instance_launch_failures_total":        {"zone", "zone_id", "capacity_type", "reason"},
 	"karpenter_cloudprovider_instance_termination_failures_total":   {"zone", "zone_id"},
 
-	"operator_nodeclaim_status_condition_count":                  {"group", "namespace", "name", "type", "status", "reason"},
-	"operator_nodeclaim_status_condition_current_status_seconds": {"group", "namespace", "name", "type", "status", "reason"},
-	"operator_nodeclaim_termination_current_time_seconds":        {"group", "namespace", "name"},
-	"operator_nodepool_status_condition_count":                   {"group", "namespace", "name", "type", "status", "reason"},
-	"operator_nodepool_status_condition_current_status_seconds":  {"group", "namespace", "name", "type", "status", "reason"},
-	"operator_nodepool_termination_current_time_seconds":         {"group", "namespace", "name"},
-	"operator_node_status_condition_count":                       {"group", "namespace", "name", "type", "status", "reason"},
-	"operator_node_status_condition_current_status_seconds":      {"group", "namespace", "name", "type", "status", "reason"},
-	"operator_node_termination_current_time_seconds":             {"group", "namespace", "name"},
+	// operatorpkg's status controllers as Karpenter v1.14 makes them: NodeClaims
+	// with their EC2NodeClass and NodePool labels, Nodes with those and
+	// karpenter.sh/initialized, and the kind-less families of the kinds made with
+	// EmitDeprecatedMetrics (NodeClaim, NodePool, EC2NodeClass).
+	"operator_nodeclaim_status_condition_count":                  {"namespace", "name", "type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
+	"operator_nodeclaim_status_condition_current_status_seconds": {"namespace", "name", "type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
+	"operator_nodeclaim_termination_current_time_seconds":        {"namespace", "name", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
+	"operator_nodeclaim_status_condition_transitions_total":      {"type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
+	"operator_nodeclaim_status_condition_transition_seconds":     {"type", "status", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
+	"operator_nodeclaim_termination_duration_seconds":            {"karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
 
-	"operator_nodeclaim_status_condition_transitions_total":  {"type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
-	"operator_nodeclaim_status_condition_transition_seconds": {"type", "status", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
-	"operator_nodeclaim_termination_duration_seconds":        {"karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
-	"operator_nodepool_status_condition_transitions_total":   {"type", "status", "reason"},
-	"operator_nodepool_status_condition_transition_seconds":  {"type", "status"},
-	"operator_nodepool_termination_duration_seconds":         nil,
+	"operator_nodepool_status_condition_count":                  {"namespace", "name", "type", "status", "reason"},
+	"operator_nodepool_status_condition_current_status_seconds": {"namespace", "name", "type", "status", "reason"},
+	"operator_nodepool_termination_current_time_seconds":        {"namespace", "name"},
+	"operator_nodepool_status_condition_transitions_total":      {"type", "status", "reason"},
+	"operator_nodepool_status_condition_transition_seconds":     {"type", "status"},
+	"operator_nodepool_termination_duration_seconds":            nil,
+
+	"operator_node_status_condition_count":                  {"namespace", "name", "type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool", "karpenter_sh_initialized"},
+	"operator_node_status_condition_current_status_seconds": {"namespace", "name", "type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool", "karpenter_sh_initialized"},
+	"operator_node_termination_current_time_seconds":        {"namespace", "name", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool", "karpenter_sh_initialized"},
+	"operator_node_status_condition_transitions_total":      {"type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool", "karpenter_sh_initialized"},
+	"operator_node_status_condition_transition_seconds":     {"type", "status", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool", "karpenter_sh_initialized"},
+	"operator_node_termination_duration_seconds":            {"karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool", "karpenter_sh_initialized"},
+
+	"operator_ec2nodeclass_status_condition_count":                  {"namespace", "name", "type", "status", "reason"},
+	"operator_ec2nodeclass_status_condition_current_status_seconds": {"namespace", "name", "type", "status", "reason"},
+	"operator_ec2nodeclass_termination_current_time_seconds":        {"namespace", "name"},
+	"operator_ec2nodeclass_status_condition_transitions_total":      {"type", "status", "reason"},
+	"operator_ec2nodeclass_status_condition_transition_seconds":     {"type", "status"},
+	"operator_ec2nodeclass_termination_duration_seconds":            nil,
+
+	"operator_status_condition_count":                  {"namespace", "name", "type", "status", "reason", "group", "kind"},
+	"operator_status_condition_current_status_seconds": {"namespace", "name", "type", "status", "reason", "group", "kind"},
+	"operator_termination_current_time_seconds":        {"namespace", "name", "group", "kind"},
+	"operator_status_condition_transitions_total":      {"type", "status", "reason", "group", "kind"},
+	"operator_status_condition_transition_seconds":     {"type", "status", "group", "kind"},
+	"operator_termination_duration_seconds":            {"group", "kind"},
 }
 
 // tailorMetrics are Tailor's own families, for what Karpenter has no metric.

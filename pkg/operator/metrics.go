@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/metrics"
 	"github.com/nodetailor/tailor/pkg/scheduling"
@@ -46,6 +47,9 @@ type clusterCollector struct {
 	leading func() bool
 	// nodeCosts reads a NodePool's per-node costs from the cloud; nil reads none.
 	nodeCosts func(context.Context, *v1.NodePool) (scheduling.NodeCost, error)
+	// ec2NodeClasses says the cluster has EC2NodeClasses (the AWS provider) to
+	// report the status conditions of.
+	ec2NodeClasses bool
 }
 
 // podEvents is the part of the pod informer the collector uses.
@@ -87,6 +91,10 @@ var (
 func (c *clusterCollector) CostNodesWith(f func(context.Context, *v1.NodePool) (scheduling.NodeCost, error)) {
 	c.nodeCosts = f
 }
+
+// ReportEC2NodeClasses has the status-condition gauges report the EC2NodeClasses
+// too, as Karpenter's AWS provider does.
+func (c *clusterCollector) ReportEC2NodeClasses() { c.ec2NodeClasses = true }
 
 // TimePods has the pod metrics read the provisioner's times of each pod from t.
 // Call it before the pod informer starts.
@@ -150,6 +158,10 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			if cost, err := state.PoolNodeCost(np, cloudCost); err == nil {
 				in.NodeCosts[np.Name] = cost
 			}
+		}
+		classes := &awsv1.EC2NodeClassList{}
+		if c.ec2NodeClasses && c.kube.List(ctx, classes, client.UnsafeDisableDeepCopy) == nil {
+			in.EC2NodeClasses = classes.Items
 		}
 	}
 	for _, s := range clusterMetrics(in) {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/kubescheme"
 	"github.com/nodetailor/tailor/pkg/cloudprovider"
@@ -222,6 +223,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	collector.CostNodesWith(cloudprovider.NodeCosts(prov.cloud))
+	_, onAWS := prov.nodeClass.(*awsv1.EC2NodeClass)
+	if onAWS {
+		collector.ReportEC2NodeClasses()
+	}
 	podTimes := tailormetrics.NewPodTimes()
 	collector.TimePods(podTimes)
 	collector.leading = func() bool {
@@ -236,10 +241,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	// The leader counts status-condition transitions as the informers show them.
-	for _, w := range []struct {
+	type watch struct {
 		kind client.Object
 		to   *conditionTransitions
-	}{{&v1.NodePool{}, nodePoolConditions}, {&v1.NodeClaim{}, nodeClaimConditions}} {
+	}
+	watched := []watch{{&v1.NodePool{}, nodePoolConditions}, {&v1.NodeClaim{}, nodeClaimConditions}, {&corev1.Node{}, nodeConditions}}
+	if onAWS {
+		watched = append(watched, watch{&awsv1.EC2NodeClass{}, ec2NodeClassConditions})
+	}
+	for _, w := range watched {
 		informer, err := mgr.GetCache().GetInformer(ctx, w.kind)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", w.kind, err)

@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 )
 
@@ -25,6 +27,11 @@ type conditionTransitions struct {
 	transitions *prometheus.CounterVec
 	durations   *prometheus.HistogramVec
 	termination *prometheus.HistogramVec
+	// deprecated, when set, counts the same into the kind-less families, labeled
+	// by group and kind, as the controllers Karpenter makes with
+	// EmitDeprecatedMetrics do.
+	deprecated  *kindlessTransitions
+	group, kind string
 	// labels are the extra labels of an object, in the order of extra (the
 	// label names after Karpenter's: the object label's key, with '/', '.' and
 	// '-' as '_').
@@ -39,10 +46,7 @@ type conditionTransitions struct {
 // and operator_<kind>_termination_duration_seconds, labeled also by the object
 // labels extra, with the histograms' buckets.
 func newConditionTransitions(kind string, buckets []float64, extra ...string) *conditionTransitions {
-	names := make([]string, len(extra))
-	for i, key := range extra {
-		names[i] = strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(key)
-	}
+	names := statusLabelNames(extra)
 	return &conditionTransitions{
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "operator_" + kind + "_status_condition_transitions_total",
@@ -58,28 +62,116 @@ func newConditionTransitions(kind string, buckets []float64, extra ...string) *c
 			Help:    "The amount of time taken by an object to terminate completely.",
 			Buckets: buckets,
 		}, names),
-		extra: extra,
-		labels: func(o client.Object) []string {
-			out := make([]string, len(extra))
-			for i, key := range extra {
-				out[i] = o.GetLabels()[key]
-			}
-			return out
-		},
-		now: time.Now,
+		extra:  extra,
+		labels: func(o client.Object) []string { return statusLabelValues(o, extra) },
+		now:    time.Now,
 	}
+}
+
+// alsoKindless has c count into the deprecated kind-less families too, as
+// Karpenter's status controller with EmitDeprecatedMetrics does for kind of group.
+func (c *conditionTransitions) alsoKindless(k *kindlessTransitions, group, kind string) *conditionTransitions {
+	c.deprecated, c.group, c.kind = k, group, kind
+	return c
+}
+
+// kindlessTransitions are operatorpkg's deprecated families without a kind in
+// their names: operator_status_condition_transitions_total,
+// operator_status_condition_transition_seconds and
+// operator_termination_duration_seconds, labeled by group and kind and without
+// the object labels, with Prometheus's default buckets.
+type kindlessTransitions struct {
+	transitions *prometheus.CounterVec
+	durations   *prometheus.HistogramVec
+	termination *prometheus.HistogramVec
+}
+
+func newKindlessTransitions() *kindlessTransitions {
+	return &kindlessTransitions{
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "operator_status_condition_transitions_total",
+			Help: "The count of transitions of a given object, type and status.",
+		}, []string{"type", "status", "reason", "group", "kind"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "operator_status_condition_transition_seconds",
+			Help:    "The amount of time a condition was in a given state before transitioning.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"type", "status", "group", "kind"}),
+		termination: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "operator_termination_duration_seconds",
+			Help:    "The amount of time taken by an object to terminate completely.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"group", "kind"}),
+	}
+}
+
+func (k *kindlessTransitions) Describe(ch chan<- *prometheus.Desc) {
+	k.transitions.Describe(ch)
+	k.durations.Describe(ch)
+	k.termination.Describe(ch)
+}
+
+func (k *kindlessTransitions) Collect(ch chan<- prometheus.Metric) {
+	k.transitions.Collect(ch)
+	k.durations.Collect(ch)
+	k.termination.Collect(ch)
+}
+
+// awsNodeClassLabel is the label Karpenter puts on the NodeClaims and Nodes of an
+// EC2NodeClass (its NodeClassLabelKey: the group, then the kind in lower case).
+const awsNodeClassLabel = awsv1.Group + "/ec2nodeclass"
+
+// The object labels Karpenter v1.14 adds to the status-condition families of
+// NodeClaims and Nodes (its controllers.go: the cloud provider's NodeClass label,
+// the NodePool's, and for Nodes karpenter.sh/initialized). Karpenter's AWS
+// provider supports one NodeClass, EC2NodeClass, and Tailor names the families
+// as it does whatever the cloud.
+var (
+	nodeClaimStatusLabels = []string{awsNodeClassLabel, v1.NodePoolLabelKey}
+	nodeStatusLabels      = []string{awsNodeClassLabel, v1.NodePoolLabelKey, v1.NodeInitializedLabelKey}
+)
+
+// statusLabelValues are the values of the object labels keys on o. Karpenter
+// labels each NodeClaim with its EC2NodeClass; Tailor does not, so a NodeClaim's
+// is read from its nodeClassRef when the label is missing.
+func statusLabelValues(o client.Object, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		out[i] = o.GetLabels()[key]
+		if nc, ok := o.(*v1.NodeClaim); ok && key == awsNodeClassLabel && out[i] == "" {
+			if ref := nc.Spec.NodeClassRef; ref != nil && ref.Group == awsv1.Group && ref.Kind == "EC2NodeClass" {
+				out[i] = ref.Name
+			}
+		}
+	}
+	return out
+}
+
+// statusLabelNames are Karpenter's label names for the object labels keys: each
+// key with '/', '.' and '-' as '_'.
+func statusLabelNames(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		out[i] = strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(key)
+	}
+	return out
 }
 
 // transitionBuckets are the buckets Karpenter gives the NodePool and NodeClaim
 // families: 0.5 s to 8192 s, doubling.
 func transitionBuckets() []float64 { return prometheus.ExponentialBuckets(0.5, 2, 15) }
 
-// nodePoolConditions and nodeClaimConditions are the families of Karpenter's
-// NodePool and NodeClaim status controllers; a NodeClaim's carry its NodePool and
-// EC2NodeClass labels, as Karpenter's AWS provider labels them.
+// The families of Karpenter v1.14's status controllers: NodePool and NodeClaim,
+// with the deprecated kind-less families too; Node, whose families carry its
+// NodePool, EC2NodeClass and initialized labels (a NodeClaim's its NodePool and
+// EC2NodeClass); and, from Karpenter's AWS provider, EC2NodeClass, with
+// Prometheus's default buckets and the kind-less families.
 var (
-	nodePoolConditions  = newConditionTransitions("nodepool", transitionBuckets())
-	nodeClaimConditions = newConditionTransitions("nodeclaim", transitionBuckets(), "karpenter.k8s.aws/ec2nodeclass", v1.NodePoolLabelKey)
+	kindlessConditions     = newKindlessTransitions()
+	nodePoolConditions     = newConditionTransitions("nodepool", transitionBuckets()).alsoKindless(kindlessConditions, v1.Group, "NodePool")
+	nodeClaimConditions    = newConditionTransitions("nodeclaim", transitionBuckets(), nodeClaimStatusLabels...).alsoKindless(kindlessConditions, v1.Group, "NodeClaim")
+	nodeConditions         = newConditionTransitions("node", transitionBuckets(), nodeStatusLabels...)
+	ec2NodeClassConditions = newConditionTransitions("ec2nodeclass", prometheus.DefBuckets).alsoKindless(kindlessConditions, awsv1.Group, "EC2NodeClass")
 )
 
 func (c *conditionTransitions) Describe(ch chan<- *prometheus.Desc) {
@@ -107,7 +199,11 @@ func (c *conditionTransitions) OnDelete(obj any) {
 	if !ok || o.GetDeletionTimestamp() == nil || !c.counting() {
 		return
 	}
-	c.termination.WithLabelValues(c.labels(o)...).Observe(c.now().Sub(o.GetDeletionTimestamp().Time).Seconds())
+	took := c.now().Sub(o.GetDeletionTimestamp().Time).Seconds()
+	c.termination.WithLabelValues(c.labels(o)...).Observe(took)
+	if c.deprecated != nil {
+		c.deprecated.termination.WithLabelValues(c.group, c.kind).Observe(took)
+	}
 }
 
 func (c *conditionTransitions) observe(old, obj any) {
@@ -126,20 +222,41 @@ func (c *conditionTransitions) observe(old, obj any) {
 			continue
 		}
 		c.transitions.WithLabelValues(append([]string{cond.Type, string(cond.Status), cond.Reason}, extra...)...).Inc()
+		if c.deprecated != nil {
+			c.deprecated.transitions.WithLabelValues(cond.Type, string(cond.Status), cond.Reason, c.group, c.kind).Inc()
+		}
 		if was != nil {
-			c.durations.WithLabelValues(append([]string{cond.Type, string(was.Status)}, extra...)...).
-				Observe(cond.LastTransitionTime.Sub(was.LastTransitionTime.Time).Seconds())
+			held := cond.LastTransitionTime.Sub(was.LastTransitionTime.Time).Seconds()
+			c.durations.WithLabelValues(append([]string{cond.Type, string(was.Status)}, extra...)...).Observe(held)
+			if c.deprecated != nil {
+				c.deprecated.durations.WithLabelValues(cond.Type, string(was.Status), c.group, c.kind).Observe(held)
+			}
 		}
 	}
 }
 
-// conditionsOf are the status conditions of a NodePool or NodeClaim.
+// conditionsOf are the status conditions of a NodePool, NodeClaim, EC2NodeClass
+// or Node.
 func conditionsOf(obj any) []metav1.Condition {
 	switch o := obj.(type) {
 	case *v1.NodePool:
 		return o.Status.Conditions
 	case *v1.NodeClaim:
 		return o.Status.Conditions
+	case *awsv1.EC2NodeClass:
+		return o.Status.Conditions
+	case *corev1.Node:
+		return nodeConditionsOf(o)
 	}
 	return nil
+}
+
+// nodeConditionsOf are a Node's conditions as Karpenter's status controller reads
+// them (status.conditions, read as conditions of any object).
+func nodeConditionsOf(n *corev1.Node) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(n.Status.Conditions))
+	for _, c := range n.Status.Conditions {
+		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
+	}
+	return out
 }

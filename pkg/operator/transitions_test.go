@@ -4,11 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 )
 
@@ -70,6 +73,72 @@ func histogram(t *testing.T, c *conditionTransitions, typ, status string) (uint6
 	t.Helper()
 	m := &dto.Metric{}
 	if err := c.durations.WithLabelValues(typ, status, "default", "web").(interface{ Write(*dto.Metric) error }).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// A Node's transitions carry its EC2NodeClass, NodePool and initialized labels and
+// stay out of the kind-less families (Karpenter makes the Node status controller
+// without them); an EC2NodeClass's count in both, the kind-less ones labeled with
+// its group and kind; a NodeClaim without the EC2NodeClass label is labeled with
+// its nodeClassRef.
+func TestConditionTransitionsOfNodesAndNodeClasses(t *testing.T) {
+	kindless := newKindlessTransitions()
+	nodes := newConditionTransitions("node", transitionBuckets(), nodeStatusLabels...)
+	classes := newConditionTransitions("ec2nodeclass", prometheus.DefBuckets).alsoKindless(kindless, awsv1.Group, "EC2NodeClass")
+	claims := newConditionTransitions("nodeclaim", transitionBuckets(), nodeClaimStatusLabels...).alsoKindless(kindless, v1.Group, "NodeClaim")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{v1.NodePoolLabelKey: "web", awsNodeClassLabel: "default", v1.NodeInitializedLabelKey: "true"}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", LastTransitionTime: metav1.NewTime(at)}}}}
+	nodes.OnAdd(node, true)
+	ready := node.DeepCopy()
+	ready.Status.Conditions[0] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: metav1.NewTime(at.Add(20 * time.Second))}
+	nodes.OnUpdate(node, ready)
+	if got := testutil.ToFloat64(nodes.transitions.WithLabelValues("Ready", "True", "KubeletReady", "default", "web", "true")); got != 1 {
+		t.Errorf("operator_node_status_condition_transitions_total{Ready, True} = %v, want 1", got)
+	}
+	if n, sum := observations(t, nodes.durations.WithLabelValues("Ready", "False", "default", "web", "true")); n != 1 || sum != 20 {
+		t.Errorf("Ready held False: %d observations summing %v, want one of 20 s", n, sum)
+	}
+
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	class.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.NewTime(at)}}
+	classes.OnAdd(class, true)
+	if got := testutil.ToFloat64(classes.transitions.WithLabelValues("Ready", "True", "Ready")); got != 1 {
+		t.Errorf("operator_ec2nodeclass_status_condition_transitions_total{Ready, True} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(kindless.transitions.WithLabelValues("Ready", "True", "Ready", awsv1.Group, "EC2NodeClass")); got != 1 {
+		t.Errorf("operator_status_condition_transitions_total{kind=EC2NodeClass} = %v, want 1", got)
+	}
+	classes.now = func() time.Time { return at.Add(time.Minute) }
+	deleting := class.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: at.Add(30 * time.Second)}
+	classes.OnDelete(deleting)
+	if n, sum := observations(t, kindless.termination.WithLabelValues(awsv1.Group, "EC2NodeClass")); n != 1 || sum != 30 {
+		t.Errorf("operator_termination_duration_seconds{kind=EC2NodeClass}: %d observations summing %v, want one of 30 s", n, sum)
+	}
+
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1.NodePoolLabelKey: "web"}},
+		Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}}}
+	claim.Status.Conditions = []metav1.Condition{{Type: v1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched", LastTransitionTime: metav1.NewTime(at)}}
+	claims.OnAdd(claim, true)
+	if got := testutil.ToFloat64(claims.transitions.WithLabelValues("Launched", "True", "Launched", "default", "web")); got != 1 {
+		t.Errorf("operator_nodeclaim_status_condition_transitions_total{karpenter_k8s_aws_ec2nodeclass=default} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(kindless.transitions.WithLabelValues("Launched", "True", "Launched", v1.Group, "NodeClaim")); got != 1 {
+		t.Errorf("operator_status_condition_transitions_total{kind=NodeClaim} = %v, want 1", got)
+	}
+	if got := testutil.CollectAndCount(kindless.transitions); got != 2 {
+		t.Errorf("kind-less transition series = %d, want 2 (the EC2NodeClass's and the NodeClaim's, none for the Node)", got)
+	}
+}
+
+func observations(t *testing.T, o prometheus.Observer) (uint64, float64) {
+	t.Helper()
+	m := &dto.Metric{}
+	if err := o.(interface{ Write(*dto.Metric) error }).Write(m); err != nil {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/disruption"
 	"github.com/nodetailor/tailor/pkg/scheduling"
+	"github.com/nodetailor/tailor/pkg/state"
 )
 
 // Step is one disruption command of a consolidation run.
@@ -95,6 +96,7 @@ func Consolidate(w *Workload, types []*scheduling.InstanceType, opts disruption.
 		}
 	}
 	pdbs := healthyPDBs(w)
+	buffers := Buffers(w)
 	out := &Consolidation{}
 	out.Before, out.Nodes[0] = price(in), len(in.Nodes)
 	seq := 0
@@ -103,7 +105,7 @@ func Consolidate(w *Workload, types []*scheduling.InstanceType, opts disruption.
 			return nil, fmt.Errorf("consolidation did not settle in %d passes", MaxPasses)
 		}
 		start := time.Now()
-		dec := disruption.Decide(&disruption.Input{Now: now, Cluster: in, Claims: claims, PDBs: pdbs, Options: opts})
+		dec := disruption.Decide(&disruption.Input{Now: now, Cluster: in, Claims: claims, PDBs: pdbs, Buffers: buffers, Options: opts})
 		out.Seconds += time.Since(start).Seconds()
 		cmd := dec.Command
 		if cmd == nil {
@@ -119,6 +121,9 @@ func Consolidate(w *Workload, types []*scheduling.InstanceType, opts disruption.
 			step.Nodes = append(step.Nodes, c.Node.Node.Name)
 			gone[c.Node.Node.Name] = true
 			for _, p := range c.Pods {
+				if state.IsBufferPod(p) {
+					continue // placed afresh in every pass
+				}
 				cp := *p
 				cp.Spec.NodeName = ""
 				moved = append(moved, &cp)

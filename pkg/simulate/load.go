@@ -29,15 +29,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/api/v1alpha1"
 	"github.com/nodetailor/tailor/config/crd"
+	"github.com/nodetailor/tailor/pkg/state"
 )
 
 // Workload is everything read from the manifests.
@@ -53,6 +56,13 @@ type Workload struct {
 	CSINodes               []*storagev1.CSINode // the nodes' CSI attach limits
 	PodDisruptionBudgets   []*policyv1.PodDisruptionBudget
 	Namespaces             []*corev1.Namespace
+	// CapacityBuffers keep room (see state.Buffer); the PodTemplates and
+	// workloads read are what they may name.
+	CapacityBuffers []*cb.CapacityBuffer
+	PodTemplates    []*corev1.PodTemplate
+	Deployments     []*appsv1.Deployment
+	ReplicaSets     []*appsv1.ReplicaSet
+	StatefulSets    []*appsv1.StatefulSet
 	// Skipped lists objects of kinds simulate does not use, as "Kind name".
 	Skipped []string
 	// Refused are the objects the API server would refuse (an invalid NodePool, an
@@ -221,7 +231,7 @@ type loader struct {
 
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, storagev1.AddToScheme, policyv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, storagev1.AddToScheme, policyv1.AddToScheme, cb.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -241,6 +251,8 @@ var usedKinds = map[schema.GroupVersionKind]bool{
 	corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"): true,
 	corev1.SchemeGroupVersion.WithKind("PersistentVolume"):      true,
 	corev1.SchemeGroupVersion.WithKind("Namespace"):             true,
+	corev1.SchemeGroupVersion.WithKind("PodTemplate"):           true,
+	cb.SchemeGroupVersion.WithKind("CapacityBuffer"):            true,
 	appsv1.SchemeGroupVersion.WithKind("Deployment"):            true,
 	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):            true,
 	appsv1.SchemeGroupVersion.WithKind("StatefulSet"):           true,
@@ -480,6 +492,20 @@ func (l *loader) leaf(ctx context.Context, js []byte, h *header, item string) er
 		l.w.NodePools = append(l.w.NodePools, np)
 		return nil
 	}
+	if gvk.Group == cb.Group && gvk.Kind == "CapacityBuffer" && gvk.Version == "v1alpha1" {
+		// The same schema as v1beta1, as the API server serves it.
+		gvk.Version = cb.SchemeGroupVersion.Version
+		var obj map[string]any
+		if err := json.Unmarshal(js, &obj); err != nil {
+			l.refuse(item, what, fmt.Errorf("%s: %w", what, err), false)
+			return nil
+		}
+		obj["apiVersion"] = cb.SchemeGroupVersion.String()
+		var err error
+		if js, err = json.Marshal(obj); err != nil {
+			return err
+		}
+	}
 	if nodeClassKinds[gvk] {
 		if err := l.nodeClass(js, gvk, what); err != nil {
 			l.refuse(item, what, err, false)
@@ -610,6 +636,9 @@ func (l *loader) object(obj runtime.Object, what string) error {
 			return err
 		}
 		w.Pods = append(w.Pods, pods...)
+		// A buffer's percentage is of the replicas it runs: all of them, here.
+		o.Status.Replicas = int32(len(pods))
+		w.Deployments = append(w.Deployments, o)
 	case *appsv1.ReplicaSet:
 		defaultNamespace(&o.ObjectMeta)
 		pods, err := l.expand(what, o.ObjectMeta, &o.Spec.Template, o.Spec.Replicas, field.NewPath("spec", "replicas"), 0)
@@ -617,6 +646,8 @@ func (l *loader) object(obj runtime.Object, what string) error {
 			return err
 		}
 		w.Pods = append(w.Pods, pods...)
+		o.Status.Replicas = int32(len(pods))
+		w.ReplicaSets = append(w.ReplicaSets, o)
 	case *appsv1.StatefulSet:
 		defaultNamespace(&o.ObjectMeta)
 		claims := len(o.Spec.VolumeClaimTemplates)
@@ -636,6 +667,8 @@ func (l *loader) object(obj runtime.Object, what string) error {
 			}
 		}
 		w.Pods = append(w.Pods, pods...)
+		o.Status.Replicas = int32(len(pods))
+		w.StatefulSets = append(w.StatefulSets, o)
 	case *batchv1.Job:
 		defaultNamespace(&o.ObjectMeta)
 		spec := field.NewPath("spec")
@@ -680,6 +713,15 @@ func (l *loader) object(obj runtime.Object, what string) error {
 		w.PodDisruptionBudgets = append(w.PodDisruptionBudgets, o)
 	case *corev1.Namespace:
 		w.Namespaces = append(w.Namespaces, o)
+	case *corev1.PodTemplate:
+		defaultNamespace(&o.ObjectMeta)
+		w.PodTemplates = append(w.PodTemplates, o)
+	case *cb.CapacityBuffer:
+		defaultNamespace(&o.ObjectMeta)
+		if o.UID == "" {
+			o.UID = types.UID(o.Namespace + "/" + o.Name)
+		}
+		w.CapacityBuffers = append(w.CapacityBuffers, o)
 	default:
 		w.Skipped = append(w.Skipped, what)
 	}
@@ -790,5 +832,18 @@ func (l *loader) finish() (*Workload, error) {
 		return nil, fmt.Errorf("pods are bound to nodes not in the input: %s", strings.Join(unknown, ", "))
 	}
 	w.Notes = append(w.Notes, w.unpricedNodeClasses()...)
+	for _, b := range state.ResolveBuffers(w.Objects()) {
+		name := b.Buffer.Name
+		if b.Buffer.Namespace != metav1.NamespaceDefault {
+			name = b.Buffer.Namespace + "/" + name
+		}
+		if b.Refused != "" {
+			w.Notes = append(w.Notes, fmt.Sprintf("CapacityBuffer %s is refused (%s): %s", name, b.Refused, b.Message))
+			continue
+		}
+		for _, p := range b.Pods {
+			w.Owners[p.Namespace+"/"+p.Name] = "buffer " + name
+		}
+	}
 	return w, nil
 }

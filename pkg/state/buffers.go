@@ -70,8 +70,8 @@ func IsBufferPod(p *corev1.Pod) bool {
 // template and replicas Tailor reads. Any other kind is refused.
 var ScalableKinds = []string{"apps/Deployment", "apps/ReplicaSet", "apps/StatefulSet"}
 
-// resolveBuffers resolves every buffer of objs, in namespace/name order.
-func resolveBuffers(objs *Objects) []*Buffer {
+// ResolveBuffers resolves every buffer of objs, in namespace/name order.
+func ResolveBuffers(objs *Objects) []*Buffer {
 	if len(objs.CapacityBuffers) == 0 {
 		return nil
 	}

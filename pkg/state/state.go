@@ -402,7 +402,7 @@ func Build(objs *Objects, instanceTypes func(*v1.NodePool) ([]*scheduling.Instan
 	in.CSINodes = objs.CSINodes
 	in.Namespaces = objs.Namespaces
 	snap.PDBs = objs.PodDisruptionBudgets
-	snap.Buffers = resolveBuffers(objs)
+	snap.Buffers = ResolveBuffers(objs)
 	slices.SortFunc(in.Pods, func(a, b *corev1.Pod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})

@@ -33,10 +33,11 @@ var (
 var karpenterMetrics = map[string][]string{
 	"karpenter_build_info": {"version", "goversion", "goarch", "commit"},
 
-	"karpenter_scheduler_scheduling_duration_seconds": {"controller"},
-	"karpenter_scheduler_queue_depth":                 {"controller", "scheduling_id"},
-	"karpenter_scheduler_unfinished_work_seconds":     {"controller", "scheduling_id"},
-	"karpenter_scheduler_unschedulable_pods_count":    {"controller"},
+	"karpenter_scheduler_scheduling_duration_seconds":          {"controller"},
+	"karpenter_scheduler_queue_depth":                          {"controller", "scheduling_id"},
+	"karpenter_scheduler_unfinished_work_seconds":              {"controller", "scheduling_id"},
+	"karpenter_scheduler_unschedulable_pods_count":             {"controller"},
+	"karpenter_scheduler_pending_pods_by_effective_zone_count": {"controller", "zone"},
 
 	"karpenter_nodeclaims_created_total":                         {"reason", "nodepool", "min_values_relaxed"},
 	"karpenter_nodeclaims_terminated_total":                      {"nodepool", "capacity_type", "zone"},

@@ -161,6 +161,10 @@ type Plan struct {
 	// Warnings name input the solve left out rather than fail on, such as a
 	// DaemonSet whose requests or node affinity cannot be read.
 	Warnings []string
+	// EffectiveZones are, for each pod of phase Pending, the zone it can go to
+	// before any is placed: its one zone, ZoneFlexible or ZoneNone (see
+	// effectiveZone).
+	EffectiveZones map[*corev1.Pod]string
 }
 
 // Binding places a pod on a node that exists or is being launched.

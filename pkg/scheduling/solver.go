@@ -68,9 +68,12 @@ const growSlack = 0.05
 func solveOnce(in *Input, opts Options, slack float64, relaxMinValues bool) *Plan {
 	s := newSolver(in, opts)
 	s.growSlack, s.relaxMinValues = slack, relaxMinValues
+	zones := s.effectiveZones()
 	s.run()
 	s.refine()
-	return s.plan()
+	plan := s.plan()
+	plan.EffectiveZones = zones
+	return plan
 }
 
 type nodeKind int

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/nodetailor/tailor/pkg/metrics"
@@ -28,7 +30,37 @@ var (
 		Name: "karpenter_scheduler_unschedulable_pods_count",
 		Help: "The number of pods the last scheduling round found no room for, by controller.",
 	}, []string{"controller"})
+	PendingPodsByEffectiveZone = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_scheduler_pending_pods_by_effective_zone_count",
+		Help: "Pending pods of the last scheduling round by effective zone constraint, the intersection of the pod's zone requirements, volume zones and zone topology constraints: a zone's name, 'flexible' (several zones or any), or 'none' (no valid intersection).",
+	}, []string{"controller", "zone"})
 )
+
+// setEffectiveZones sets PendingPodsByEffectiveZone to the round's count of the
+// pods by effective zone: those of pods the round planned, the zones the plan
+// found for them (a pod it planned nothing for is left out).
+func setEffectiveZones(pods []*corev1.Pod, zones map[*corev1.Pod]string) {
+	PendingPodsByEffectiveZone.DeletePartialMatch(prometheus.Labels{"controller": ControllerName})
+	for zone, n := range countEffectiveZones(pods, zones) {
+		PendingPodsByEffectiveZone.WithLabelValues(ControllerName, zone).Set(float64(n))
+	}
+}
+
+// countEffectiveZones counts pods by the zone zones gives a pod of the same
+// namespace and name: the plan's pods may be copies of the round's.
+func countEffectiveZones(pods []*corev1.Pod, zones map[*corev1.Pod]string) map[string]int {
+	byKey := make(map[types.NamespacedName]string, len(zones))
+	for p, z := range zones {
+		byKey[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = z
+	}
+	out := map[string]int{}
+	for _, p := range pods {
+		if z, ok := byKey[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]; ok {
+			out[z]++
+		}
+	}
+	return out
+}
 
 // UnfinishedWork reports karpenter_scheduler_unfinished_work_seconds: how long the
 // scheduling round under way has been running, by controller and round, read at
@@ -71,5 +103,5 @@ func (u *unfinishedWork) Collect(ch chan<- prometheus.Metric) {
 
 // Collectors are the package's metrics, for the operator to register.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{SchedulingDuration, QueueDepth, UnschedulablePods, UnfinishedWork}
+	return []prometheus.Collector{SchedulingDuration, QueueDepth, UnschedulablePods, PendingPodsByEffectiveZone, UnfinishedWork}
 }

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,5 +73,39 @@ func TestPodTimesAckAndDecide(t *testing.T) {
 	}
 	if len(times.Undecided()) != 0 {
 		t.Error("pods planned are still undecided")
+	}
+}
+
+// Each round sets the pending pods by effective zone, as Karpenter's scheduler
+// does, and drops the zones of the round before.
+func TestPendingPodsByEffectiveZone(t *testing.T) {
+	isolate(t)
+	ctx := t.Context()
+	types := schedtest.SyntheticTypes(4)
+	readyNodePool(t, "zoned", nil)
+	pendingPod(t, "anywhere", "1", "zoned")
+	zonal := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "zonal", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"tier": "zoned", v1.LabelZone: "zone-b"}, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
+	if err := kube.Create(ctx, zonal); err != nil {
+		t.Fatal(err)
+	}
+	zonal.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	if err := kube.Status().Update(ctx, zonal); err != nil {
+		t.Fatal(err)
+	}
+	p := NewProvisioner(kube, state.New(kube), func(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error) { return types, nil },
+		record.NewFakeRecorder(100), clocktesting.NewFakeClock(time.Now()), Options{})
+	PendingPodsByEffectiveZone.WithLabelValues(ControllerName, "zone-stale").Set(3)
+	if err := p.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"flexible": 1, "zone-b": 1}
+	if n := testutil.CollectAndCount(PendingPodsByEffectiveZone); n != len(want) {
+		t.Errorf("%d series of karpenter_scheduler_pending_pods_by_effective_zone_count, want %d (the stale zone dropped)", n, len(want))
+	}
+	for zone, v := range want {
+		if got := testutil.ToFloat64(PendingPodsByEffectiveZone.WithLabelValues(ControllerName, zone)); got != v {
+			t.Errorf("pending_pods_by_effective_zone_count{zone=%s} = %v, want %v", zone, got, v)
+		}
 	}
 }

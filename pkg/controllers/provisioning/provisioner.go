@@ -343,6 +343,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	logPlan(log.FromContext(ctx), plan, repacked)
 	SchedulingDuration.WithLabelValues(ControllerName).Observe(solved.Sub(start).Seconds())
 	UnschedulablePods.WithLabelValues(ControllerName).Set(float64(len(plan.Unschedulable)))
+	setEffectiveZones(snap.Input.Pods, plan.EffectiveZones)
 	p.typesFailed = len(plan.Unschedulable) > 0 && len(snap.TypesFailed) > 0
 	pools := map[string]*v1.NodePool{}
 	for _, np := range snap.NodePools {

@@ -27,8 +27,10 @@ type FeatureGates struct {
 	// nodes. Off by default: such a NodePool is then only told, in its
 	// StaticCapacity condition, that nothing keeps its nodes.
 	StaticCapacity bool
-	// NodeOverlay and CapacityBuffer are not implemented: only false is accepted.
-	NodeOverlay    bool
+	// NodeOverlay is not implemented: only false is accepted.
+	NodeOverlay bool
+	// CapacityBuffer keeps the room CapacityBuffers (autoscaling.x-k8s.io) ask
+	// for. Off by default, as in Karpenter.
 	CapacityBuffer bool
 }
 
@@ -52,7 +54,7 @@ var featureGates = []featureGate{
 	{"SpotToSpotConsolidation", func(g *FeatureGates) *bool { return &g.SpotToSpotConsolidation }, true},
 	{"NodeOverlay", func(g *FeatureGates) *bool { return &g.NodeOverlay }, false},
 	{"StaticCapacity", func(g *FeatureGates) *bool { return &g.StaticCapacity }, true},
-	{"CapacityBuffer", func(g *FeatureGates) *bool { return &g.CapacityBuffer }, false},
+	{"CapacityBuffer", func(g *FeatureGates) *bool { return &g.CapacityBuffer }, true},
 }
 
 // FeatureGateNames are the gates ParseFeatureGates knows, in Karpenter's order.

@@ -28,7 +28,8 @@ func TestParseFeatureGates(t *testing.T) {
 		{"not a boolean", "NodeRepair=yes", def, `NodeRepair: "yes" is not true or false`},
 		{"unknown gate", "NodeRepiar=true", def, `unknown feature gate "NodeRepiar"`},
 		{"unimplemented gate on", "NodeOverlay=true", def, "NodeOverlay: Tailor does not implement it"},
-		{"unimplemented gate off", "CapacityBuffer=false", def, ""},
+		{"unimplemented gate off", "NodeOverlay=false", def, ""},
+		{"capacity buffers on", "CapacityBuffer=true", with(func(g *FeatureGates) { g.CapacityBuffer = true }), ""},
 		{"static capacity on", "StaticCapacity=true", with(func(g *FeatureGates) { g.StaticCapacity = true }), ""},
 	}
 	for _, tt := range tests {

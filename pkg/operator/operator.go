@@ -272,7 +272,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		release = release.WithoutHold()
 	}
 	provisioner := provisioning.NewProvisioner(kube, cluster, instanceTypes, pacedEvents, clk,
-		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling}).OrderReleases(release).ReadEventsWith(mgr.GetAPIReader()).
+		provisioning.Options{BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, Scheduling: opts.Scheduling,
+			CapacityBuffers: opts.FeatureGates.CapacityBuffer}).OrderReleases(release).ReadEventsWith(mgr.GetAPIReader()).
 		TimePodsWith(podTimes)
 
 	opts.Disruption.SpotToSpotConsolidation = opts.FeatureGates.SpotToSpotConsolidation

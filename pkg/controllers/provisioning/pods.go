@@ -38,7 +38,7 @@ func (c *PodTrigger) Name() string { return "provisioning.pods" }
 // may fit it now, and the kube-scheduler may not look at them again for minutes.
 func (c *PodTrigger) Register(_ context.Context, mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(c.Name()).For(&corev1.Pod{})
-	if BuffersServed(mgr.GetRESTMapper()) {
+	if c.provisioner.opts.CapacityBuffers && BuffersServed(mgr.GetRESTMapper()) {
 		// A buffer created, changed or deleted changes the room to keep.
 		b = b.Watches(&cb.CapacityBuffer{}, handler.Funcs{
 			CreateFunc: func(context.Context, event.TypedCreateEvent[client.Object], workqueue.TypedRateLimitingInterface[reconcile.Request]) {

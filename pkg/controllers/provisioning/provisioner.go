@@ -44,6 +44,9 @@ type Options struct {
 	BatchMax time.Duration
 	// Scheduling are the engine's options (preference and minValues policies).
 	Scheduling scheduling.Options
+	// CapacityBuffers keeps the room CapacityBuffers ask for, where the API
+	// server serves them (feature gate CapacityBuffer).
+	CapacityBuffers bool
 }
 
 // RBAC: what it reads and writes (see `make generate`).
@@ -139,17 +142,19 @@ func NewProvisioner(kube client.Client, cluster *state.Cluster, instanceTypes no
 // Name is the controller's name.
 func (p *Provisioner) Name() string { return ControllerName }
 
-// Register adds the provisioning loop to mgr; it runs on the leader only. Where
-// the API server serves CapacityBuffers, the cluster view (shared with
-// disruption) reads them from then on.
+// Register adds the provisioning loop to mgr; it runs on the leader only. With
+// CapacityBuffers on, where the API server serves them, the cluster view (shared
+// with disruption) reads them from then on.
 func (p *Provisioner) Register(ctx context.Context, mgr ctrl.Manager) error {
-	if BuffersServed(mgr.GetRESTMapper()) {
+	switch {
+	case !p.opts.CapacityBuffers:
+	case BuffersServed(mgr.GetRESTMapper()):
 		informer, err := mgr.GetCache().GetInformer(ctx, &cb.CapacityBuffer{})
 		if err != nil {
 			return fmt.Errorf("watching CapacityBuffers: %w", err)
 		}
 		p.cluster.WithBuffers(mgr.GetAPIReader()).WithSyncers(informer)
-	} else {
+	default:
 		log.FromContext(ctx).Info("the API server does not serve CapacityBuffers (autoscaling.x-k8s.io/v1beta1): no buffer is kept; install Tailor's CRDs and restart to keep them")
 	}
 	return mgr.Add(p)

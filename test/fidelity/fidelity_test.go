@@ -111,7 +111,15 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "TAILOR_FIDELITY_RELEASE=%s: want hold, nohold or off\n", r)
 		return 1
 	}
-	fmt.Printf("latency %s, release order %s\n", latencyProfile(), cmp.Or(os.Getenv("TAILOR_FIDELITY_RELEASE"), "hold"))
+	// TAILOR_FIDELITY_BATCH_MAX sets the provisioner's longest batch window
+	// (--batch-max-duration), to measure what batching costs.
+	if v := os.Getenv("TAILOR_FIDELITY_BATCH_MAX"); v != "" {
+		if opts.BatchMax, err = time.ParseDuration(v); err != nil {
+			fmt.Fprintf(os.Stderr, "TAILOR_FIDELITY_BATCH_MAX=%s: %v\n", v, err)
+			return 1
+		}
+	}
+	fmt.Printf("latency %s, release order %s, batch window %s at most\n", latencyProfile(), cmp.Or(os.Getenv("TAILOR_FIDELITY_RELEASE"), "hold"), opts.BatchMax)
 	done := make(chan error, 1)
 	go func() { done <- operator.Run(ctx, cluster.Config, opts) }()
 	code := m.Run()

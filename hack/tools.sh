@@ -11,9 +11,11 @@
 # NAME is etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok (with its
 # stage configs), controller-gen or eks-node-referee (the fake AWS's judge of whether
 # a node would join: hack/eksnode) or karpenter-reference (the CRDs Karpenter's AWS
-# provider publishes, the referee of Tailor's CRD validation: config/crd); control-plane
-# is the five the sandbox, `make demo` and the end-to-end tests run; all (the default)
-# is every one of these.
+# provider publishes, the referee of Tailor's CRD validation: config/crd) or chromium
+# (Debian's headless browser, which the console's test drives: cmd/tailor; not built,
+# installed with apt-get when /usr/bin/chromium is missing); control-plane is the five
+# the sandbox, `make demo` and the end-to-end tests run; all (the default) is every one
+# of these.
 # karpenter-kwok (Karpenter's kwok controller from hack/karpenter, with Karpenter's
 # CRDs in bin/karpenter-crds, for the side-by-side benchmark: test/sidebyside) is
 # built only when named: it is not in all, so neither `make tools` nor `make test`
@@ -70,10 +72,10 @@ want=" "
 [ $# -gt 0 ] || set -- all
 for arg in "$@"; do
   case $arg in
-    all) want+="$k8s_tools kwok controller-gen eks-node-referee karpenter-reference " ;;
+    all) want+="$k8s_tools kwok controller-gen eks-node-referee karpenter-reference chromium " ;;
     control-plane) want+="$k8s_tools kwok " ;;
-    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen | eks-node-referee | karpenter-kwok | karpenter-reference) want+="$arg " ;;
-    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, eks-node-referee, karpenter-kwok, karpenter-reference, control-plane or all)" >&2; exit 2 ;;
+    etcd | kube-apiserver | kube-scheduler | kube-controller-manager | kwok | controller-gen | eks-node-referee | karpenter-kwok | karpenter-reference | chromium) want+="$arg " ;;
+    *) echo "tools: unknown tool $arg (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok, controller-gen, eks-node-referee, karpenter-kwok, karpenter-reference, chromium, control-plane or all)" >&2; exit 2 ;;
   esac
 done
 wants() { case $want in *" $1 "*) return 0 ;; esac; return 1; }
@@ -288,6 +290,40 @@ if wants karpenter-reference && { [ ! -f "$reference/.pin" ] || [ "$(cat "$refer
   chmod -R u+w "$reference"
   printf '%s' "$KARPENTER_AWS_VERSION" > "$reference/.pin"
   echo "tools: Karpenter's CRDs ($KARPENTER_AWS_VERSION) in $reference"
+fi
+# Debian's Chromium, which the console's browser test drives headless
+# (cmd/tailor TestConsoleInBrowser): the one thing here that is not built from the Go
+# module proxy. When /usr/bin/chromium is missing it is installed with apt-get (as
+# root, as CI runs; the package lists are fetched first when apt knows no candidate
+# for it). An install that fails is reported and the rest goes on: the browser test
+# then fails saying chromium is missing, rather than skipping.
+if wants chromium; then
+  if [ -x /usr/bin/chromium ]; then
+    echo "tools: chromium is installed ($(/usr/bin/chromium --version 2>/dev/null || echo '/usr/bin/chromium'))"
+  elif ! command -v apt-get > /dev/null; then
+    echo "tools: chromium: /usr/bin/chromium is missing and there is no apt-get to install it; the console's browser test (cmd/tailor) will fail until it is installed" >&2
+  else
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+      if command -v sudo > /dev/null; then sudo="sudo"; else
+        echo "tools: chromium: /usr/bin/chromium is missing and installing it needs root (apt-get install -y chromium); the console's browser test (cmd/tailor) will fail until it is installed" >&2
+        sudo="none"
+      fi
+    fi
+    if [ "$sudo" != none ]; then
+      echo "tools: installing Debian's chromium with apt-get (for the console's browser test; about 100 MB, a first run only) ..."
+      start=$SECONDS
+      if ! apt-cache policy chromium 2> /dev/null | grep -q 'Candidate: [0-9]'; then
+        $sudo apt-get update -qq > "$work/apt-update.log" 2>&1 || tail -n 20 "$work/apt-update.log" >&2
+      fi
+      if DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium > "$work/apt-chromium.log" 2>&1; then
+        echo "tools: installed $(/usr/bin/chromium --version 2>/dev/null || echo chromium) in $(dur $((SECONDS - start)))"
+      else
+        tail -n 30 "$work/apt-chromium.log" >&2
+        echo "tools: chromium: apt-get install -y chromium failed (above); the console's browser test (cmd/tailor) will fail until it is installed" >&2
+      fi
+    fi
+  fi
 fi
 if [ -n "$todo_k8s$todo_go" ]; then
   echo "tools: built in $(dur $((SECONDS - total_start))); $(list $want) in $bin"

@@ -1,6 +1,7 @@
 // Command tailor is the Tailor node autoscaler. Subcommands:
 //
 //	tailor controller  run the autoscaler against a cluster
+//	tailor console     a read-only web page of the live cluster: nodes, prices, pending pods, decisions, cost
 //	tailor convert     turn Karpenter's older APIs into v1 NodePools and EC2NodeClasses
 //	tailor cost        what the live cluster costs, per node and by NodePool, namespace or workload
 //	tailor explain     why a pod is pending or a node exists and stays, from the live cluster
@@ -114,6 +115,7 @@ Exit codes: 0 success, 1 the command failed, 2 a usage error,
 	root.AddCommand(
 		newControllerCommand(osEnvironment, func(opts operator.Options) error { return failed(runController(opts, s.err)) }),
 		newConvertCommand(s, func(o *convertOptions) error { return failed(runConvert(o, s)) }),
+		newConsoleCommand(s),
 		newCostCommand(s),
 		newExplainCommand(s),
 		newSandboxCommand(s),

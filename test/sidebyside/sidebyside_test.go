@@ -16,7 +16,9 @@
 // its volume and address (the SimNodeClass's perNodeCost) and an agent (the
 // NodePool's tailor.sh/per-node-cost), which Tailor plans with and Karpenter
 // ignores; TAILOR_SIDEBYSIDE_QUIET (60s) is how long no NodeClaim may change for
-// the cluster to count as settled; TAILOR_SIDEBYSIDE_LOGS keeps the controllers'
+// the cluster to count as settled; TAILOR_SIDEBYSIDE_API_QPS sets the client QPS of
+// the kube-scheduler and kube-controller-manager (their defaults, 50 and 20, unless
+// set); TAILOR_SIDEBYSIDE_LOGS keeps the controllers'
 // logs in that directory; TAILOR_SIDEBYSIDE_TAILOR runs that tailor binary instead
 // of building one.
 package sidebyside
@@ -124,7 +126,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	c, k, stop, err := testenv.Start(localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true})
+	opts := localcluster.Options{Scheduler: true, ControllerManager: true, Kwok: true}
+	if q := os.Getenv("TAILOR_SIDEBYSIDE_API_QPS"); q != "" {
+		if opts.KubeAPIQPS, err = strconv.Atoi(q); err != nil {
+			fmt.Fprintln(os.Stderr, "TAILOR_SIDEBYSIDE_API_QPS:", err)
+			return 1
+		}
+	}
+	c, k, stop, err := testenv.Start(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -410,6 +419,7 @@ func measure(t *testing.T, side, name string, w []shape) result {
 	}
 	r.running, r.peak = time.Since(start), claims.peak
 	r.runningNodes, r.runningPrice = census(ctx, t)
+	logTimeline(ctx, t, name+"/"+side, start)
 	t.Logf("%s/%s: %d pods running in %.1fs on %d nodes at $%.4f/h (peak %d claims)", name, side, r.pods, r.running.Seconds(), r.runningNodes, r.runningPrice, r.peak)
 
 	// Let the scale-up come to rest before scaling down: consolidation may act on
@@ -516,6 +526,49 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// logTimeline logs, since start, when the first and the last of the NodePool's
+// claims were created, their Nodes created (registered) and Ready, and the
+// workload's pods bound and Running: where the time to Running went.
+func logTimeline(ctx context.Context, t *testing.T, run string, start time.Time) {
+	claims, err := claimsNow(ctx)
+	nodes := &corev1.NodeList{}
+	pods := &corev1.PodList{}
+	if err != nil || kube.List(ctx, nodes, client.MatchingLabels{v1.NodePoolLabelKey: pool}) != nil ||
+		kube.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"bench": benchLabel}) != nil {
+		return
+	}
+	var created, registered, ready, bound, running []time.Time
+	for _, c := range claims {
+		created = append(created, c.CreationTimestamp.Time)
+	}
+	for _, n := range nodes.Items {
+		registered = append(registered, n.CreationTimestamp.Time)
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready = append(ready, c.LastTransitionTime.Time)
+			}
+		}
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.Conditions {
+			switch {
+			case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue:
+				bound = append(bound, c.LastTransitionTime.Time)
+			case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+				running = append(running, c.LastTransitionTime.Time)
+			}
+		}
+	}
+	span := func(ts []time.Time) string {
+		if len(ts) == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.0f–%.0fs", slices.MinFunc(ts, time.Time.Compare).Sub(start).Seconds(), slices.MaxFunc(ts, time.Time.Compare).Sub(start).Seconds())
+	}
+	t.Logf("%s timeline (seconds after the start, to the API server's second): claims created %s, Nodes created %s, Ready %s; pods bound %s, ready %s",
+		run, span(created), span(registered), span(ready), span(bound), span(running))
 }
 
 // census is the NodePool's live claims and their price an hour, per-node costs

@@ -118,14 +118,11 @@ type CostBreakdown struct {
 // allocation as tailor cost computes them, pending pods as tailor explain pod
 // explains them) and the cluster's events. It writes nothing and keeps nothing.
 func Build(c *inspect.Cluster, events []*corev1.Event, opts scheduling.Options) (*Model, error) {
-	byPool, err := c.Cost(inspect.ByNodePool)
+	reps, err := c.Costs(inspect.ByNodePool, inspect.ByNamespace)
 	if err != nil {
 		return nil, err
 	}
-	byNS, err := c.Cost(inspect.ByNamespace)
-	if err != nil {
-		return nil, err
-	}
+	byPool, byNS := reps[0], reps[1]
 	m := &Model{Generated: c.Now.UTC().Format(time.RFC3339), Notes: byNS.Notes,
 		Cost: CostBreakdown{ByNodePool: byPool.Lines, ByNamespace: byNS.Lines, Idle: byNS.Idle, Usage: byNS.Usage}}
 	m.Totals.Totals = byNS.Total

@@ -59,6 +59,12 @@ type Source struct {
 	unreadable map[schema.GroupVersionKind]error
 	changed    chan struct{}
 
+	// pricing prices nodes on every read: the embedded catalog and the simulated
+	// cloud's catalogs are made once for the console's life.
+	pricingOnce sync.Once
+	pricing     *inspect.Pricing
+	pricingErr  error
+
 	mu        sync.Mutex
 	usage     *unstructured.UnstructuredList
 	usageErr  error
@@ -155,15 +161,24 @@ func (s *Source) Notes() []string {
 	return out
 }
 
-// Read is inspect.Read over the informers' caches.
+// Read is inspect.Read over the informers' caches. The objects are the caches'
+// own, not copies (inspect.Read lists with client.UnsafeDisableDeepCopy): they
+// are only read.
 func (s *Source) Read(ctx context.Context, opts inspect.Options) (*inspect.Cluster, []*corev1.Event, error) {
 	kube := &cachedClient{s: s}
+	if opts.Pricing == nil {
+		s.pricingOnce.Do(func() { s.pricing, s.pricingErr = inspect.NewPricing(kube) })
+		if s.pricingErr != nil {
+			return nil, nil, s.pricingErr
+		}
+		opts.Pricing = s.pricing
+	}
 	c, err := inspect.Read(ctx, kube, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	var events corev1.EventList
-	if err := kube.List(ctx, &events); err != nil {
+	if err := kube.List(ctx, &events, client.UnsafeDisableDeepCopy); err != nil {
 		c.Notes = append(c.Notes, fmt.Sprintf("events could not be read: %v", err))
 	}
 	out := make([]*corev1.Event, len(events.Items))

@@ -104,14 +104,40 @@ func (c *Cluster) nodePrice(n *corev1.Node) NodePrice {
 	return p
 }
 
-// claimOf is the NodeClaim of a node: the one that names it, or its provider ID.
+// claimOf is the NodeClaim of a node: the first that names it, or its provider ID.
 func (c *Cluster) claimOf(n *corev1.Node) *v1.NodeClaim {
-	for _, nc := range c.Objects.NodeClaims {
-		if nc.Status.NodeName == n.Name || (n.Spec.ProviderID != "" && nc.Status.ProviderID == n.Spec.ProviderID) {
-			return nc
+	c.claimsOnce.Do(func() { c.claims = indexClaims(c.Objects.NodeClaims) })
+	i, ok := c.claims.byNode[n.Name]
+	if n.Spec.ProviderID != "" {
+		if j, found := c.claims.byProviderID[n.Spec.ProviderID]; found && (!ok || j < i) {
+			i, ok = j, true
 		}
 	}
-	return nil
+	if !ok {
+		return nil
+	}
+	return c.Objects.NodeClaims[i]
+}
+
+// claimIndex is where in the NodeClaims the first to name each node, and the
+// first to have each provider ID, are.
+type claimIndex struct {
+	byNode, byProviderID map[string]int
+}
+
+func indexClaims(claims []*v1.NodeClaim) claimIndex {
+	idx := claimIndex{byNode: make(map[string]int, len(claims)), byProviderID: make(map[string]int, len(claims))}
+	for i, nc := range claims {
+		if _, ok := idx.byNode[nc.Status.NodeName]; !ok {
+			idx.byNode[nc.Status.NodeName] = i
+		}
+		if id := nc.Status.ProviderID; id != "" {
+			if _, ok := idx.byProviderID[id]; !ok {
+				idx.byProviderID[id] = i
+			}
+		}
+	}
+	return idx
 }
 
 // PodCost is a pod's share of its node's price.
@@ -278,11 +304,32 @@ type CostReport struct {
 // Cost prices every node and allocates the cluster's price by NodePool,
 // namespace or workload; the lines and the idle line add up to the total.
 func (c *Cluster) Cost(by string) (*CostReport, error) {
-	if !slices.Contains(Groupings, by) {
-		return nil, fmt.Errorf("cost by %q: want %s", by, strings.Join(Groupings, ", "))
+	reps, err := c.Costs(by)
+	if err != nil {
+		return nil, err
+	}
+	return reps[0], nil
+}
+
+// Costs is Cost by each grouping in turn, the nodes priced and their prices
+// shared between their pods once for all.
+func (c *Cluster) Costs(bys ...string) ([]*CostReport, error) {
+	for _, by := range bys {
+		if !slices.Contains(Groupings, by) {
+			return nil, fmt.Errorf("cost by %q: want %s", by, strings.Join(Groupings, ", "))
+		}
 	}
 	prices := c.NodePrices()
 	pods, idle := c.Shares(prices)
+	out := make([]*CostReport, 0, len(bys))
+	for _, by := range bys {
+		out = append(out, c.report(by, prices, pods, idle))
+	}
+	return out, nil
+}
+
+// report is the cost by a grouping of the nodes' prices and the pods' shares.
+func (c *Cluster) report(by string, prices []NodePrice, pods []PodCost, idle map[string]float64) *CostReport {
 	rep := &CostReport{By: by, Usage: "requests", Notes: slices.Clone(c.Notes)}
 	if c.Usage != nil {
 		rep.Usage = "metrics.k8s.io"
@@ -345,7 +392,7 @@ func (c *Cluster) Cost(by string) (*CostReport, error) {
 	t := &rep.Total
 	t.PerMonth = round(t.PerHour * HoursPerMonth)
 	t.Instances, t.Volumes, t.Addresses, t.PerNode, t.PerHour = round(t.Instances), round(t.Volumes), round(t.Addresses), round(t.PerNode), round(t.PerHour)
-	return rep, nil
+	return rep
 }
 
 func finish(l CostLine) CostLine {

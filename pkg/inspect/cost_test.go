@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/testobj"
 	"github.com/nodetailor/tailor/pkg/state"
 )
@@ -67,5 +68,32 @@ func TestPoolReasons(t *testing.T) {
 	}
 	if got := poolReasons("no NodePool, and no existing node fits"); len(got) != 1 || got[0].NodePool != "" || got[0].Fix == "" {
 		t.Errorf("%+v", got)
+	}
+}
+
+// A node's NodeClaim is the first in the list that names the node or has its
+// provider ID, as a scan of the list finds it.
+func TestClaimOf(t *testing.T) {
+	byID := testobj.NodeClaim("by-id", testobj.ClaimNode("sim://a", ""))
+	byName := testobj.NodeClaim("by-name", testobj.ClaimNode("sim://other", "a"))
+	late := testobj.NodeClaim("late", testobj.ClaimNode("sim://b", "b"))
+	for _, tc := range []struct {
+		claims []*v1.NodeClaim
+		node   *corev1.Node
+		want   string
+	}{
+		{[]*v1.NodeClaim{byID, byName}, testobj.Node("a", "2", "8Gi", testobj.ProviderID("sim://a")), "by-id"},
+		{[]*v1.NodeClaim{byName, byID}, testobj.Node("a", "2", "8Gi", testobj.ProviderID("sim://a")), "by-name"},
+		{[]*v1.NodeClaim{byID, late}, testobj.Node("b", "2", "8Gi"), "late"},
+		{[]*v1.NodeClaim{byID, byName}, testobj.Node("c", "2", "8Gi"), ""},
+	} {
+		c := &Cluster{Objects: &state.Objects{NodeClaims: tc.claims}}
+		got := ""
+		if nc := c.claimOf(tc.node); nc != nil {
+			got = nc.Name
+		}
+		if got != tc.want {
+			t.Errorf("node %s among %d claims: claim %q, want %q", tc.node.Name, len(tc.claims), got, tc.want)
+		}
 	}
 }

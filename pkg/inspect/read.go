@@ -11,6 +11,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,6 +49,32 @@ type Options struct {
 	Catalog []*scheduling.InstanceType
 	// Now is when the answers are for (consolidateAfter, do-not-disrupt until).
 	Now time.Time
+	// Pricing, when set, is what nodes are priced with, built on the client Read
+	// is given: where the cluster is read again and again (tailor console), the
+	// catalogs are then made once rather than on every read.
+	Pricing *Pricing
+}
+
+// Pricing is what Read prices nodes with besides Options.Catalog: the embedded
+// AWS us-east-1 catalog's instance types and the simulated cloud, which keeps a
+// SimNodeClass's catalog once made. It is only read once made.
+type Pricing struct {
+	embedded []*scheduling.InstanceType
+	cloud    *sim.CloudProvider
+}
+
+// NewPricing makes the embedded catalog's instance types and the simulated cloud
+// (reading its SimNodeClasses through kube; it never writes).
+func NewPricing(kube client.Client) (*Pricing, error) {
+	embedded, err := catalog.EmbeddedAWSUSEast1()
+	if err != nil {
+		return nil, err
+	}
+	types, err := embedded.InstanceTypes(allocatable.DefaultEKS())
+	if err != nil {
+		return nil, err
+	}
+	return &Pricing{embedded: types, cloud: sim.New(kube, clock.RealClock{})}, nil
 }
 
 // Cluster is the cluster as read once: the objects, the engine's input built from
@@ -68,6 +95,9 @@ type Cluster struct {
 
 	kube  client.Reader
 	pools map[string]*scheduling.NodePool
+	// claims indexes the NodeClaims by node name and provider ID (see claimOf).
+	claims     claimIndex
+	claimsOnce sync.Once
 	// fallback prices nodes of no NodePool Tailor knows (the default catalog).
 	fallback []*scheduling.InstanceType
 }
@@ -76,7 +106,10 @@ type Cluster struct {
 var PodMetricsGVK = schema.GroupVersionKind{Group: "metrics.k8s.io", Version: "v1beta1", Kind: "PodMetricsList"}
 
 // Read lists what the answers need. kube must know Tailor's kinds; writes are never
-// made (sim's provider is built on it only to read its NodeClasses).
+// made (sim's provider is built on it only to read its NodeClasses). Lists ask for
+// no deep copies (client.UnsafeDisableDeepCopy, which only a cache honours): the
+// objects may be the cache's own, and nothing here or in what the Cluster
+// answers writes to them.
 func Read(ctx context.Context, kube client.Client, opts Options) (*Cluster, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
@@ -95,7 +128,7 @@ func Read(ctx context.Context, kube client.Client, opts Options) (*Cluster, erro
 	var namespaces corev1.NamespaceList
 	var pdbs policyv1.PodDisruptionBudgetList
 	for _, list := range []client.ObjectList{&pods, &nodes, &claims, &pools, &daemonSets, &pvcs, &pvs, &classes, &csiNodes, &namespaces, &pdbs} {
-		if err := kube.List(ctx, list); err != nil {
+		if err := kube.List(ctx, list, shared); err != nil {
 			if meta.IsNoMatchError(err) && (list == client.ObjectList(&claims) || list == client.ObjectList(&pools)) {
 				continue // no Karpenter API installed: every node is unmanaged
 			}
@@ -112,17 +145,18 @@ func Read(ctx context.Context, kube client.Client, opts Options) (*Cluster, erro
 	objs.StorageClasses, objs.CSINodes, objs.Namespaces, objs.PodDisruptionBudgets = pointers(classes.Items), pointers(csiNodes.Items), pointers(namespaces.Items), pointers(pdbs.Items)
 
 	c := &Cluster{Objects: objs, Now: opts.Now, Notes: notes, kube: kube, pools: map[string]*scheduling.NodePool{}}
-	embedded, err := catalog.EmbeddedAWSUSEast1()
-	if err != nil {
-		return nil, err
+	pricing := opts.Pricing
+	if pricing == nil {
+		var err error
+		if pricing, err = NewPricing(kube); err != nil {
+			return nil, err
+		}
 	}
-	if c.fallback, err = embedded.InstanceTypes(allocatable.DefaultEKS()); err != nil {
-		return nil, err
-	}
+	c.fallback = pricing.embedded
 	if opts.Catalog != nil {
 		c.fallback = opts.Catalog
 	}
-	cloud := sim.New(kube, clock.RealClock{})
+	cloud := pricing.cloud
 	types := func(np *v1.NodePool) ([]*scheduling.InstanceType, error) {
 		if opts.Catalog != nil {
 			return opts.Catalog, nil
@@ -161,6 +195,10 @@ func Read(ctx context.Context, kube client.Client, opts Options) (*Cluster, erro
 	c.Owners = readOwners(ctx, kube)
 	return c, nil
 }
+
+// shared lists without deep copies where the client is a cache: the objects are
+// only read.
+var shared = client.UnsafeDisableDeepCopy
 
 // region is the cluster's region, from its nodes' labels or else the catalog's zones.
 func region(nodes []*corev1.Node, types []*scheduling.InstanceType) string {
@@ -209,7 +247,7 @@ func readUsage(ctx context.Context, kube client.Reader) (map[string]corev1.Resou
 func readOwners(ctx context.Context, kube client.Reader) map[string]string {
 	owners := map[string]string{}
 	var rss appsv1.ReplicaSetList
-	if kube.List(ctx, &rss) == nil {
+	if kube.List(ctx, &rss, shared) == nil {
 		for _, rs := range rss.Items {
 			if o := controllerOf(rs.OwnerReferences); o != nil {
 				owners["ReplicaSet/"+rs.Namespace+"/"+rs.Name] = o.Kind + "/" + o.Name
@@ -217,7 +255,7 @@ func readOwners(ctx context.Context, kube client.Reader) map[string]string {
 		}
 	}
 	var jobs batchv1.JobList
-	if kube.List(ctx, &jobs) == nil {
+	if kube.List(ctx, &jobs, shared) == nil {
 		for _, j := range jobs.Items {
 			if o := controllerOf(j.OwnerReferences); o != nil {
 				owners["Job/"+j.Namespace+"/"+j.Name] = o.Kind + "/" + o.Name

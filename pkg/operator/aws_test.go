@@ -11,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/fakeaws"
@@ -32,10 +34,19 @@ const awsWait = 3 * time.Minute
 
 func TestAWSProviderLaunchesAndTerminates(t *testing.T) {
 	fake := startFakeAWS(t, fakeaws.Options{TerminationDelay: 100 * time.Millisecond})
-	cluster := runAWSController(t, fake, nil)
+	cluster := runAWSController(t, fake, func(o *Options) { o.FeatureGates.CapacityBuffer = true })
 	kube := env.kube
 	nc, pool := awsNodePool(t, "aws-e2e", cluster, v1.CapacityTypeOnDemand)
-	pod := unschedulablePod(t, newNamespace(t), "web")
+	ns := newNamespace(t)
+	// A CapacityBuffer Tailor refuses (it keeps no room, so no other instance is
+	// launched): its status conditions are on the endpoint, with the CapacityBuffer
+	// gate on and the API server serving the kind.
+	buffer := &cb.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "rollout", Namespace: ns},
+		Spec: cb.CapacityBufferSpec{ScalableRef: &cb.ScalableRef{APIGroup: "argoproj.io", Kind: "Rollout", Name: "web"}, Replicas: ptr.To[int32](1)}}
+	if err := kube.Create(t.Context(), buffer); err != nil {
+		t.Fatal(err)
+	}
+	pod := unschedulablePod(t, ns, "web")
 
 	var claim v1.NodeClaim
 	var instanceID string
@@ -76,13 +87,18 @@ func TestAWSProviderLaunchesAndTerminates(t *testing.T) {
 	// The status-condition families of Karpenter's AWS provider on the endpoint:
 	// the EC2NodeClass's conditions (also in the kind-less families, as Karpenter
 	// still reports them) and its transitions, and the claim's conditions labeled
-	// with its EC2NodeClass and NodePool.
+	// with its EC2NodeClass and NodePool; and the CapacityBuffer's conditions and
+	// transitions, in both the per-kind and the kind-less families.
 	eventually(t, awsWait, func() (bool, string) {
 		want := []struct{ family, labels string }{
 			{"operator_ec2nodeclass_status_condition_count", "name=" + nc.Name + " namespace= reason=Ready status=True type=Ready "},
 			{"operator_status_condition_count", "group=karpenter.k8s.aws kind=EC2NodeClass name=" + nc.Name + " namespace= reason=Ready status=True type=Ready "},
 			{"operator_ec2nodeclass_status_condition_transitions_total", "reason=Ready status=True type=Ready "},
 			{"operator_nodeclaim_status_condition_count", "karpenter_k8s_aws_ec2nodeclass=" + nc.Name + " karpenter_sh_nodepool=" + pool.Name + " name=" + claim.Name + " namespace= reason=Launched status=True type=Launched "},
+			{"operator_capacitybuffer_status_condition_count", "name=rollout namespace=" + ns + " reason=UnsupportedScalableRef status=False type=ReadyForProvisioning "},
+			{"operator_status_condition_count", "group=autoscaling.x-k8s.io kind=CapacityBuffer name=rollout namespace=" + ns + " reason=UnsupportedScalableRef status=False type=ReadyForProvisioning "},
+			{"operator_capacitybuffer_status_condition_transitions_total", "reason=UnsupportedScalableRef status=False type=ReadyForProvisioning "},
+			{"operator_status_condition_transitions_total", "group=autoscaling.x-k8s.io kind=CapacityBuffer reason=UnsupportedScalableRef status=False type=ReadyForProvisioning "},
 		}
 		for _, w := range want {
 			series := endpointSeries(t, w.family)

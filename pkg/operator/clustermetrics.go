@@ -13,6 +13,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/metrics"
@@ -129,8 +130,8 @@ func (g *statusGauges) alsoKindless(group, kind string) *statusGauges {
 func (g *statusGauges) families() []*family { return []*family{g.count, g.age, g.term} }
 
 // The status-condition gauges of Karpenter v1.14 (see the transitions' families):
-// NodePools, NodeClaims and EC2NodeClasses with the kind-less families, Nodes
-// without.
+// NodePools, NodeClaims, EC2NodeClasses and CapacityBuffers with the kind-less
+// families, Nodes without.
 var (
 	famKindlessCount = gauge("operator_status_condition_count", "The number of a condition for a given object, type and status.", "namespace", "name", "type", "status", "reason", "group", "kind")
 	famKindlessAge   = gauge("operator_status_condition_current_status_seconds", "The current amount of time in seconds that a status condition has been in a specific state.", "namespace", "name", "type", "status", "reason", "group", "kind")
@@ -140,12 +141,13 @@ var (
 	claimStatus     = newStatusGauges("nodeclaim", nodeClaimStatusLabels...).alsoKindless(v1.Group, "NodeClaim")
 	nodeStatus      = newStatusGauges("node", nodeStatusLabels...)
 	nodeClassStatus = newStatusGauges("ec2nodeclass").alsoKindless(awsv1.Group, "EC2NodeClass")
+	bufferStatus    = newStatusGauges("capacitybuffer").alsoKindless(cb.Group, "CapacityBuffer")
 )
 
 var clusterFamilies = slices.Concat([]*family{famPending, famPrice, famCost, famPoolCost, famUsage, famLimit, famAlloc, famPodReq, famPodLim, famDSReq, famDSLim,
 	famOverhead, famLifetime, famUtil, famPodState, famNodeCount, famSynced, famUnsynced, famPrice1, famAvail, famCPU, famMemory,
 	famKindlessCount, famKindlessAge, famKindlessTerm},
-	poolStatus.families(), claimStatus.families(), nodeStatus.families(), nodeClassStatus.families())
+	poolStatus.families(), claimStatus.families(), nodeStatus.families(), nodeClassStatus.families(), bufferStatus.families())
 
 // podInfo is what the metrics need of a pod.
 type podInfo struct {
@@ -196,6 +198,9 @@ type clusterView struct {
 	NodeCosts map[string]scheduling.NodeCost
 	// EC2NodeClasses, on AWS, for their status-condition gauges.
 	EC2NodeClasses []awsv1.EC2NodeClass
+	// CapacityBuffers, with the CapacityBuffer gate where the API server serves
+	// them, for their status-condition gauges.
+	CapacityBuffers []cb.CapacityBuffer
 }
 
 // sample is one series of a family.
@@ -294,6 +299,13 @@ func clusterMetrics(in clusterView) []sample {
 	slices.SortFunc(classes, func(a, b awsv1.EC2NodeClass) int { return strings.Compare(a.Name, b.Name) })
 	for i := range classes {
 		conditions(nodeClassStatus, &classes[i], classes[i].Status.Conditions)
+	}
+	buffers := slices.Clone(in.CapacityBuffers)
+	slices.SortFunc(buffers, func(a, b cb.CapacityBuffer) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for i := range buffers {
+		conditions(bufferStatus, &buffers[i], buffers[i].Status.Conditions)
 	}
 
 	// Per node: what its pods ask for, and the node's own numbers.

@@ -9,13 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/scheduling"
 )
 
 // Per-node gauges carry managed and the AWS provider's well-known labels; claims,
-// NodePools and Nodes get the operator_* status-condition gauges.
+// NodePools, Nodes, EC2NodeClasses and CapacityBuffers get the operator_*
+// status-condition gauges.
 func TestNodeLabelsAndStatusConditions(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	ready := metav1.NewTime(now.Add(-time.Minute))
@@ -32,8 +34,10 @@ func TestNodeLabelsAndStatusConditions(t *testing.T) {
 		Status: v1.NodePoolStatus{Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: ready}}}}
 	class := awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "al2023", DeletionTimestamp: &deleting},
 		Status: awsv1.EC2NodeClassStatus{Conditions: []metav1.Condition{{Type: "SubnetsReady", Status: metav1.ConditionFalse, Reason: "SubnetsNotFound", LastTransitionTime: ready}}}}
+	buffer := cb.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "room", Namespace: "web", DeletionTimestamp: &deleting},
+		Status: cb.CapacityBufferStatus{Conditions: []metav1.Condition{{Type: cb.ConditionReadyForProvisioning, Status: metav1.ConditionFalse, Reason: "PodTemplateNotFound", LastTransitionTime: ready}}}}
 	out := clusterMetrics(clusterView{Now: now, Listed: true, Nodes: []corev1.Node{tailors, other}, Claims: []v1.NodeClaim{claim},
-		NodePools: []v1.NodePool{pool}, EC2NodeClasses: []awsv1.EC2NodeClass{class}})
+		NodePools: []v1.NodePool{pool}, EC2NodeClasses: []awsv1.EC2NodeClass{class}, CapacityBuffers: []cb.CapacityBuffer{buffer}})
 	series := map[string]map[string]float64{}
 	for _, s := range out {
 		key := ""
@@ -69,6 +73,14 @@ func TestNodeLabelsAndStatusConditions(t *testing.T) {
 		{"operator_status_condition_count", "name=al2023,type=SubnetsReady,status=False,reason=SubnetsNotFound,group=karpenter.k8s.aws,kind=EC2NodeClass,", 1},
 		{"operator_termination_current_time_seconds", "name=default-x,group=karpenter.sh,kind=NodeClaim,", 30},
 		{"operator_termination_current_time_seconds", "name=al2023,group=karpenter.k8s.aws,kind=EC2NodeClass,", 30},
+		// CapacityBuffers (Karpenter's CapacityBuffer gate): namespaced, no object
+		// labels, and in the kind-less families.
+		{"operator_capacitybuffer_status_condition_count", "namespace=web,name=room,type=ReadyForProvisioning,status=False,reason=PodTemplateNotFound,", 1},
+		{"operator_capacitybuffer_status_condition_current_status_seconds", "namespace=web,name=room,type=ReadyForProvisioning,status=False,reason=PodTemplateNotFound,", 60},
+		{"operator_capacitybuffer_termination_current_time_seconds", "namespace=web,name=room,", 30},
+		{"operator_status_condition_count", "namespace=web,name=room,type=ReadyForProvisioning,status=False,reason=PodTemplateNotFound,group=autoscaling.x-k8s.io,kind=CapacityBuffer,", 1},
+		{"operator_status_condition_current_status_seconds", "namespace=web,name=room,type=ReadyForProvisioning,status=False,reason=PodTemplateNotFound,group=autoscaling.x-k8s.io,kind=CapacityBuffer,", 60},
+		{"operator_termination_current_time_seconds", "namespace=web,name=room,group=autoscaling.x-k8s.io,kind=CapacityBuffer,", 30},
 	} {
 		got, ok := series[want.family][want.labels]
 		if !ok || got != want.value {

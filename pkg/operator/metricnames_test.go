@@ -109,7 +109,7 @@ var karpenterMetrics = map[string][]string{
 	// operatorpkg's status controllers as Karpenter v1.14 makes them: NodeClaims
 	// with their EC2NodeClass and NodePool labels, Nodes with those and
 	// karpenter.sh/initialized, and the kind-less families of the kinds made with
-	// EmitDeprecatedMetrics (NodeClaim, NodePool, EC2NodeClass).
+	// EmitDeprecatedMetrics (NodeClaim, NodePool, EC2NodeClass, CapacityBuffer).
 	"operator_nodeclaim_status_condition_count":                  {"namespace", "name", "type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
 	"operator_nodeclaim_status_condition_current_status_seconds": {"namespace", "name", "type", "status", "reason", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
 	"operator_nodeclaim_termination_current_time_seconds":        {"namespace", "name", "karpenter_k8s_aws_ec2nodeclass", "karpenter_sh_nodepool"},
@@ -137,6 +137,15 @@ var karpenterMetrics = map[string][]string{
 	"operator_ec2nodeclass_status_condition_transitions_total":      {"type", "status", "reason"},
 	"operator_ec2nodeclass_status_condition_transition_seconds":     {"type", "status"},
 	"operator_ec2nodeclass_termination_duration_seconds":            nil,
+
+	// With the CapacityBuffer gate, Karpenter's generic status controller of
+	// CapacityBuffers: no object labels, and the kind-less families.
+	"operator_capacitybuffer_status_condition_count":                  {"namespace", "name", "type", "status", "reason"},
+	"operator_capacitybuffer_status_condition_current_status_seconds": {"namespace", "name", "type", "status", "reason"},
+	"operator_capacitybuffer_termination_current_time_seconds":        {"namespace", "name"},
+	"operator_capacitybuffer_status_condition_transitions_total":      {"type", "status", "reason"},
+	"operator_capacitybuffer_status_condition_transition_seconds":     {"type", "status"},
+	"operator_capacitybuffer_termination_duration_seconds":            nil,
 
 	"operator_status_condition_count":                  {"namespace", "name", "type", "status", "reason", "group", "kind"},
 	"operator_status_condition_current_status_seconds": {"namespace", "name", "type", "status", "reason", "group", "kind"},

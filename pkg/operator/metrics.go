@@ -14,6 +14,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/pkg/metrics"
@@ -50,6 +51,9 @@ type clusterCollector struct {
 	// ec2NodeClasses says the cluster has EC2NodeClasses (the AWS provider) to
 	// report the status conditions of.
 	ec2NodeClasses bool
+	// capacityBuffers says to report the status conditions of CapacityBuffers
+	// (the CapacityBuffer gate is on and the API server serves them).
+	capacityBuffers bool
 }
 
 // podEvents is the part of the pod informer the collector uses.
@@ -95,6 +99,10 @@ func (c *clusterCollector) CostNodesWith(f func(context.Context, *v1.NodePool) (
 // ReportEC2NodeClasses has the status-condition gauges report the EC2NodeClasses
 // too, as Karpenter's AWS provider does.
 func (c *clusterCollector) ReportEC2NodeClasses() { c.ec2NodeClasses = true }
+
+// ReportCapacityBuffers has the status-condition gauges report the
+// CapacityBuffers too, as Karpenter does with its CapacityBuffer feature gate.
+func (c *clusterCollector) ReportCapacityBuffers() { c.capacityBuffers = true }
 
 // TimePods has the pod metrics read the provisioner's times of each pod from t.
 // Call it before the pod informer starts.
@@ -162,6 +170,10 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		classes := &awsv1.EC2NodeClassList{}
 		if c.ec2NodeClasses && c.kube.List(ctx, classes, client.UnsafeDisableDeepCopy) == nil {
 			in.EC2NodeClasses = classes.Items
+		}
+		buffers := &cb.CapacityBufferList{}
+		if c.capacityBuffers && c.kube.List(ctx, buffers, client.UnsafeDisableDeepCopy) == nil {
+			in.CapacityBuffers = buffers.Items
 		}
 	}
 	for _, s := range clusterMetrics(in) {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 	"github.com/nodetailor/tailor/internal/kubescheme"
@@ -227,6 +228,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	if onAWS {
 		collector.ReportEC2NodeClasses()
 	}
+	// CapacityBuffers' status conditions, as Karpenter reports them with its
+	// CapacityBuffer gate: where the provisioner keeps buffers (the gate on and
+	// the API server serving them).
+	buffers := opts.FeatureGates.CapacityBuffer && provisioning.BuffersServed(mgr.GetRESTMapper())
+	if buffers {
+		collector.ReportCapacityBuffers()
+	}
 	podTimes := tailormetrics.NewPodTimes()
 	collector.TimePods(podTimes)
 	collector.leading = func() bool {
@@ -248,6 +256,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	watched := []watch{{&v1.NodePool{}, nodePoolConditions}, {&v1.NodeClaim{}, nodeClaimConditions}, {&corev1.Node{}, nodeConditions}}
 	if onAWS {
 		watched = append(watched, watch{&awsv1.EC2NodeClass{}, ec2NodeClassConditions})
+	}
+	if buffers {
+		watched = append(watched, watch{&cb.CapacityBuffer{}, bufferConditions})
 	}
 	for _, w := range watched {
 		informer, err := mgr.GetCache().GetInformer(ctx, w.kind)

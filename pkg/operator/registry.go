@@ -93,7 +93,7 @@ func buildInfo() prometheus.Collector {
 // are registered where they are made).
 func metricCollectors() []prometheus.Collector {
 	out := []prometheus.Collector{buildInfo(), podStartupDuration, podBoundDuration, podProvisioningStartupDuration, podProvisioningBoundDuration,
-		interruption.Received, kindlessConditions, nodePoolConditions, nodeClaimConditions, nodeConditions, ec2NodeClassConditions}
+		interruption.Received, kindlessConditions, nodePoolConditions, nodeClaimConditions, nodeConditions, ec2NodeClassConditions, bufferConditions}
 	for _, cs := range [][]prometheus.Collector{metrics.Collectors(), provisioning.Collectors(), lifecycle.Collectors(), termination.Collectors(),
 		disruption.Collectors(), health.Collectors(), awscloud.InterruptionCollectors(), awscloud.CloudProviderCollectors()} {
 		out = append(out, cs...)

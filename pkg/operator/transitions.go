@@ -11,6 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 )
@@ -172,6 +173,7 @@ var (
 	nodeClaimConditions    = newConditionTransitions("nodeclaim", transitionBuckets(), nodeClaimStatusLabels...).alsoKindless(kindlessConditions, v1.Group, "NodeClaim")
 	nodeConditions         = newConditionTransitions("node", transitionBuckets(), nodeStatusLabels...)
 	ec2NodeClassConditions = newConditionTransitions("ec2nodeclass", prometheus.DefBuckets).alsoKindless(kindlessConditions, awsv1.Group, "EC2NodeClass")
+	bufferConditions       = newConditionTransitions("capacitybuffer", transitionBuckets()).alsoKindless(kindlessConditions, cb.Group, "CapacityBuffer")
 )
 
 func (c *conditionTransitions) Describe(ch chan<- *prometheus.Desc) {
@@ -235,8 +237,8 @@ func (c *conditionTransitions) observe(old, obj any) {
 	}
 }
 
-// conditionsOf are the status conditions of a NodePool, NodeClaim, EC2NodeClass
-// or Node.
+// conditionsOf are the status conditions of a NodePool, NodeClaim, EC2NodeClass,
+// CapacityBuffer or Node.
 func conditionsOf(obj any) []metav1.Condition {
 	switch o := obj.(type) {
 	case *v1.NodePool:
@@ -244,6 +246,8 @@ func conditionsOf(obj any) []metav1.Condition {
 	case *v1.NodeClaim:
 		return o.Status.Conditions
 	case *awsv1.EC2NodeClass:
+		return o.Status.Conditions
+	case *cb.CapacityBuffer:
 		return o.Status.Conditions
 	case *corev1.Node:
 		return nodeConditionsOf(o)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	cb "github.com/nodetailor/tailor/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodetailor/tailor/api/aws/v1"
 	v1 "github.com/nodetailor/tailor/api/v1"
 )
@@ -132,6 +133,65 @@ func TestConditionTransitionsOfNodesAndNodeClasses(t *testing.T) {
 	}
 	if got := testutil.CollectAndCount(kindless.transitions); got != 2 {
 		t.Errorf("kind-less transition series = %d, want 2 (the EC2NodeClass's and the NodeClaim's, none for the Node)", got)
+	}
+}
+
+// A CapacityBuffer's transitions count as Karpenter's generic status controller
+// of CapacityBuffers (its CapacityBuffer gate) counts them: in
+// operator_capacitybuffer_* without object labels, with 0.5 s to 8192 s buckets,
+// and in the kind-less families as group autoscaling.x-k8s.io, kind
+// CapacityBuffer; its deletion observes how long it took.
+func TestConditionTransitionsOfCapacityBuffers(t *testing.T) {
+	kindless := newKindlessTransitions()
+	buffers := newConditionTransitions("capacitybuffer", transitionBuckets()).alsoKindless(kindless, cb.Group, "CapacityBuffer")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	buffer := &cb.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "room", Namespace: "web"}}
+	buffer.Status.Conditions = []metav1.Condition{
+		{Type: cb.ConditionReadyForProvisioning, Status: metav1.ConditionTrue, Reason: "Resolved", LastTransitionTime: metav1.NewTime(at)},
+		{Type: cb.ConditionProvisioning, Status: metav1.ConditionFalse, Reason: "NoCapacity", LastTransitionTime: metav1.NewTime(at)},
+	}
+	buffers.OnAdd(buffer, true)
+	provisioned := buffer.DeepCopy()
+	provisioned.Status.Conditions[1] = metav1.Condition{Type: cb.ConditionProvisioning, Status: metav1.ConditionTrue, Reason: "CapacityProvisioned", LastTransitionTime: metav1.NewTime(at.Add(40 * time.Second))}
+	buffers.OnUpdate(buffer, provisioned)
+	for _, want := range []struct {
+		labels []string
+		n      float64
+	}{{[]string{"ReadyForProvisioning", "True", "Resolved"}, 1}, {[]string{"Provisioning", "False", "NoCapacity"}, 1}, {[]string{"Provisioning", "True", "CapacityProvisioned"}, 1}} {
+		if got := testutil.ToFloat64(buffers.transitions.WithLabelValues(want.labels...)); got != want.n {
+			t.Errorf("operator_capacitybuffer_status_condition_transitions_total%v = %v, want %v", want.labels, got, want.n)
+		}
+		if got := testutil.ToFloat64(kindless.transitions.WithLabelValues(append(want.labels, cb.Group, "CapacityBuffer")...)); got != want.n {
+			t.Errorf("operator_status_condition_transitions_total%v{kind=CapacityBuffer} = %v, want %v", want.labels, got, want.n)
+		}
+	}
+	if n, sum := observations(t, buffers.durations.WithLabelValues("Provisioning", "False")); n != 1 || sum != 40 {
+		t.Errorf("Provisioning held False: %d observations summing %v, want one of 40 s", n, sum)
+	}
+	if n, sum := observations(t, kindless.durations.WithLabelValues("Provisioning", "False", cb.Group, "CapacityBuffer")); n != 1 || sum != 40 {
+		t.Errorf("operator_status_condition_transition_seconds{kind=CapacityBuffer}: %d observations summing %v, want one of 40 s", n, sum)
+	}
+	buffers.now = func() time.Time { return at.Add(time.Minute) }
+	deleting := provisioned.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: at.Add(45 * time.Second)}
+	buffers.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "web/room", Obj: deleting})
+	if n, sum := observations(t, buffers.termination.WithLabelValues()); n != 1 || sum != 15 {
+		t.Errorf("operator_capacitybuffer_termination_duration_seconds: %d observations summing %v, want one of 15 s", n, sum)
+	}
+	if n, sum := observations(t, kindless.termination.WithLabelValues(cb.Group, "CapacityBuffer")); n != 1 || sum != 15 {
+		t.Errorf("operator_termination_duration_seconds{kind=CapacityBuffer}: %d observations summing %v, want one of 15 s", n, sum)
+	}
+	// Karpenter's buckets for CapacityBuffers: 0.5 s to 8192 s, doubling.
+	m := &dto.Metric{}
+	if err := buffers.durations.WithLabelValues("Provisioning", "False").(prometheus.Metric).Write(m); err != nil {
+		t.Fatal(err)
+	}
+	if b := m.GetHistogram().GetBucket(); len(b) != 15 || b[0].GetUpperBound() != 0.5 || b[14].GetUpperBound() != 8192 {
+		t.Errorf("operator_capacitybuffer_status_condition_transition_seconds has %d buckets, want 15 from 0.5 s to 8192 s", len(b))
+	}
+	// The package's families are the ones Run counts into.
+	if bufferConditions.kind != "CapacityBuffer" || bufferConditions.group != cb.Group || bufferConditions.deprecated != kindlessConditions {
+		t.Errorf("bufferConditions counts into the kind-less families as %s/%s", bufferConditions.group, bufferConditions.kind)
 	}
 }
 
